@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RoCEv2 invariant CRC (IBA Annex A17.3.3): CRC-32 (the Ethernet
+ * polynomial, reflected, init ~0, final ~) over
+ *   8 bytes of 0xff (the pseudo LRH)
+ *   + the IP header with its variant fields set to all ones
+ *       IPv4: TOS, TTL, header checksum
+ *       IPv6: traffic class, flow label, hop limit
+ *   + the UDP header with its checksum set to all ones
+ *   + the BTH with Resv8a (byte 4) set to all ones
+ *   + the rest of the packet up to the ICRC.
+ * The ICRC is appended in little-endian byte order (as Linux rxe and RNICs do).
+ */
+#ifndef SROCE_PROTO_ICRC_H
+#define SROCE_PROTO_ICRC_H
+
+#include "roce.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Standard CRC-32 update (reflected 0xEDB88320) without pre/post inversion. */
+uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len);
+
+/* The slicing-by-8 tables behind it (crc32_table.c, generated). */
+extern const uint32_t sroce_crc32_table[8][256];
+
+/* The ICRC on the wire: little-endian, i.e. the CRC register's low byte first
+ * (Linux rxe stores the u32 in CPU order on little-endian hosts; RNICs agree). */
+static inline uint32_t sroce_icrc_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void sroce_icrc_put(uint8_t *p, uint32_t icrc)
+{
+	p[0] = (uint8_t)icrc;
+	p[1] = (uint8_t)(icrc >> 8);
+	p[2] = (uint8_t)(icrc >> 16);
+	p[3] = (uint8_t)(icrc >> 24);
+}
+
+/*
+ * ICRC of a whole IP packet: `ip` points to the IPv4 or IPv6 header, `len`
+ * covers IP header .. end of RoCE payload, excluding the 4 ICRC bytes.
+ * Returns 0 and sets *icrc, or -1 if the packet is not IP/UDP or too short.
+ */
+int sroce_icrc_ip(const uint8_t *ip, size_t len, uint32_t *icrc);
+
+/*
+ * ICRC of a UDP payload (BTH .. before ICRC) given the addressing, for the IP
+ * and UDP headers sroce builds itself: IPv4 with identification 0, DF set, no
+ * options; IPv6 with no extension headers. Addresses are 16-byte GIDs
+ * (IPv4-mapped for IPv4).
+ */
+struct sroce_icrc_addr {
+	uint8_t src_gid[16];
+	uint8_t dst_gid[16];
+	uint16_t src_port;
+	uint16_t dst_port;
+};
+uint32_t sroce_icrc_payload(const struct sroce_icrc_addr *a, const uint8_t *payload, size_t len);
+
+/* Helpers to build the headers sroce sends (so the ICRC above matches).
+ * Each returns the header length written (20 / 40 / 8). */
+size_t sroce_build_ipv4(uint8_t *p, uint32_t src, uint32_t dst, uint8_t tos, uint8_t ttl,
+			uint16_t payload_len /* UDP header + data */);
+size_t sroce_build_ipv6(uint8_t *p, const uint8_t src[16], const uint8_t dst[16], uint8_t tclass,
+			uint32_t flow_label, uint8_t hop_limit, uint16_t payload_len);
+size_t sroce_build_udp(uint8_t *p, uint16_t sport, uint16_t dport, uint16_t len /* incl. header */);
+
+/*
+ * Fill in the UDP checksum of a complete IPv4 or IPv6 packet (`ip`, `len`
+ * bytes including the ICRC), as RFC 768 / RFC 8200 8.1 define it. RoCEv2 over
+ * IPv4 may send 0 (what sroce_build_udp writes); over IPv6 a zero UDP checksum
+ * is illegal for general receivers (RFC 8200), so frames sroce writes itself
+ * (pcap, raw datapaths) fill it. The UDP checksum is masked in the ICRC, so
+ * this may run before or after the ICRC is appended. Returns 0, or -1 if the
+ * packet is not IP/UDP or its lengths do not fit in `len`.
+ */
+int sroce_udp_fill_checksum(uint8_t *ip, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SROCE_PROTO_ICRC_H */

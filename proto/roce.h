@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RoCEv2 wire, in freestanding C: one definition shared by the C++ engine,
+ * the kernel module and the eBPF programs.
+ *
+ * Headers are described by offsets and accessors, not by bitfield structs, so
+ * that byte order and layout never depend on the compiler: every read and
+ * write of a header field goes through the big-endian helpers below. Names and
+ * layouts follow the InfiniBand Architecture Specification Vol. 1, Release
+ * 1.4, chapter 9 (transport headers), and Annex A17 (RoCEv2).
+ *
+ * No libc: only <stdint.h>, <stddef.h> and <stdbool.h>, which are available
+ * freestanding, in the kernel (via linux/types.h shims) and in BPF.
+ */
+#ifndef SROCE_PROTO_ROCE_H
+#define SROCE_PROTO_ROCE_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SROCE_UDP_PORT 4791u /* IANA: RoCEv2 */
+
+/* Header lengths in bytes (IBA 9.2 - 9.5). */
+enum sroce_hdr_len {
+	SROCE_BTH_LEN = 12,
+	SROCE_RETH_LEN = 16,
+	SROCE_AETH_LEN = 4,
+	SROCE_ATMETH_LEN = 28,
+	SROCE_ATMACK_LEN = 8,
+	SROCE_IMMDT_LEN = 4,
+	SROCE_IETH_LEN = 4,
+	SROCE_DETH_LEN = 8,
+	SROCE_ICRC_LEN = 4,
+	SROCE_CNP_RESV_LEN = 16, /* reserved bytes after a CNP's BTH (Annex A17.9.3) */
+	SROCE_MAX_HDR_LEN = 40,  /* BTH + AtomicETH, the longest header of table 38 */
+};
+
+/* Transport service in the top 3 bits of the opcode (IBA 9.2, table 38). */
+enum sroce_transport {
+	SROCE_TRANSPORT_RC = 0x00,
+	SROCE_TRANSPORT_UC = 0x20,
+	SROCE_TRANSPORT_RD = 0x40,
+	SROCE_TRANSPORT_UD = 0x60,
+	SROCE_TRANSPORT_CNP = 0x80,
+	SROCE_TRANSPORT_MASK = 0xe0,
+};
+
+/* Opcodes (IBA table 38). UC and UD opcodes are the RC operation | service. */
+enum sroce_opcode {
+	SROCE_OP_SEND_FIRST = 0x00,
+	SROCE_OP_SEND_MIDDLE = 0x01,
+	SROCE_OP_SEND_LAST = 0x02,
+	SROCE_OP_SEND_LAST_IMM = 0x03,
+	SROCE_OP_SEND_ONLY = 0x04,
+	SROCE_OP_SEND_ONLY_IMM = 0x05,
+	SROCE_OP_WRITE_FIRST = 0x06,
+	SROCE_OP_WRITE_MIDDLE = 0x07,
+	SROCE_OP_WRITE_LAST = 0x08,
+	SROCE_OP_WRITE_LAST_IMM = 0x09,
+	SROCE_OP_WRITE_ONLY = 0x0a,
+	SROCE_OP_WRITE_ONLY_IMM = 0x0b,
+	SROCE_OP_READ_REQUEST = 0x0c,
+	SROCE_OP_READ_RESP_FIRST = 0x0d,
+	SROCE_OP_READ_RESP_MIDDLE = 0x0e,
+	SROCE_OP_READ_RESP_LAST = 0x0f,
+	SROCE_OP_READ_RESP_ONLY = 0x10,
+	SROCE_OP_ACK = 0x11,
+	SROCE_OP_ATOMIC_ACK = 0x12,
+	SROCE_OP_CMP_SWAP = 0x13,
+	SROCE_OP_FETCH_ADD = 0x14,
+	SROCE_OP_SEND_LAST_INV = 0x16,
+	SROCE_OP_SEND_ONLY_INV = 0x17,
+	SROCE_OP_CNP = 0x81, /* RoCEv2 congestion notification (Annex A17.9.3) */
+};
+
+/* What an opcode carries and means: one table row per opcode (opcode.c). */
+enum sroce_opflags {
+	SROCE_HAS_RETH = 1u << 0,
+	SROCE_HAS_AETH = 1u << 1,
+	SROCE_HAS_ATMETH = 1u << 2,
+	SROCE_HAS_ATMACK = 1u << 3,
+	SROCE_HAS_IMMDT = 1u << 4,
+	SROCE_HAS_IETH = 1u << 5,
+	SROCE_HAS_DETH = 1u << 6,
+	SROCE_HAS_PAYLOAD = 1u << 7,
+	SROCE_IS_FIRST = 1u << 8,
+	SROCE_IS_MIDDLE = 1u << 9,
+	SROCE_IS_LAST = 1u << 10,
+	SROCE_IS_ONLY = SROCE_IS_FIRST | SROCE_IS_LAST,
+	SROCE_IS_REQUEST = 1u << 11,
+	SROCE_IS_RESPONSE = 1u << 12,
+	SROCE_IS_SEND = 1u << 13,
+	SROCE_IS_WRITE = 1u << 14,
+	SROCE_IS_READ = 1u << 15, /* request or response */
+	SROCE_IS_ATOMIC = 1u << 16,
+};
+
+struct sroce_opinfo {
+	const char *name;  /* "RC_SEND_FIRST"; NULL for an invalid opcode */
+	uint32_t flags;    /* enum sroce_opflags */
+	uint8_t hdr_len;   /* BTH + all extension headers, bytes */
+};
+
+/* The row for an opcode; a row with name == NULL for reserved opcodes. */
+const struct sroce_opinfo *sroce_opinfo(uint8_t opcode);
+
+/* --- big-endian access: the only code that touches raw wire bytes --------- */
+
+static inline uint16_t sroce_get_be16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+static inline uint32_t sroce_get_be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+static inline uint32_t sroce_get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t sroce_get_be64(const uint8_t *p)
+{
+	return (uint64_t)sroce_get_be32(p) << 32 | sroce_get_be32(p + 4);
+}
+static inline void sroce_put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void sroce_put_be24(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 16);
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)v;
+}
+static inline void sroce_put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline void sroce_put_be64(uint8_t *p, uint64_t v)
+{
+	sroce_put_be32(p, (uint32_t)(v >> 32));
+	sroce_put_be32(p + 4, (uint32_t)v);
+}
+
+/* --- BTH (IBA 9.2): 12 bytes ---------------------------------------------
+ *  0: opcode
+ *  1: SE(1) M(1) PadCnt(2) TVer(4)
+ *  2: P_Key(16)
+ *  4: Resv8a (RoCEv2; F/B in InfiniBand)  5: DestQP(24)
+ *  8: AckReq(1) Resv7(7)                  9: PSN(24)
+ */
+struct sroce_bth {
+	uint8_t opcode;
+	bool se;        /* solicited event */
+	bool mig;       /* MigReq */
+	uint8_t pad;    /* 0..3 bytes of pad before the ICRC */
+	uint8_t tver;   /* transport header version: 0 */
+	uint16_t pkey;
+	uint8_t resv8a; /* sent as 0 (BECN on a CNP); masked in the ICRC */
+	uint32_t dqpn;  /* 24 bits */
+	bool ack_req;
+	uint32_t psn;   /* 24 bits */
+};
+
+/* BTH byte 4: InfiniBand's F(ECN) and B(ECN) bits, reserved in RoCEv2 except
+ * that a CNP is sent with B set (Annex A17.9.3); masked in the ICRC either way. */
+#define SROCE_BTH_FECN 0x80u
+#define SROCE_BTH_BECN 0x40u
+
+void sroce_bth_read(const uint8_t *p, struct sroce_bth *out);
+void sroce_bth_write(uint8_t *p, const struct sroce_bth *in);
+
+/* RETH (9.3.3): VA(64) R_Key(32) DMALen(32) */
+struct sroce_reth {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t dma_len;
+};
+void sroce_reth_read(const uint8_t *p, struct sroce_reth *out);
+void sroce_reth_write(uint8_t *p, const struct sroce_reth *in);
+
+/* AETH (9.3.5): Syndrome(8) MSN(24). Syndrome bits 6:5 say ACK, RNR NAK or NAK. */
+enum sroce_aeth_type {
+	SROCE_AETH_ACK = 0,
+	SROCE_AETH_RNR_NAK = 1,
+	SROCE_AETH_RESERVED = 2,
+	SROCE_AETH_NAK = 3,
+};
+/* NAK codes in syndrome bits 4:0 (IBA table 43). */
+enum sroce_nak_code {
+	SROCE_NAK_PSN_SEQ_ERR = 0,
+	SROCE_NAK_INVALID_REQ = 1,
+	SROCE_NAK_REMOTE_ACCESS = 2,
+	SROCE_NAK_REMOTE_OP = 3,
+	SROCE_NAK_INVALID_RD_REQ = 4,
+};
+#define SROCE_AETH_CREDIT_INVALID 0x1fu /* "no credit count" (IBA 9.7.5.1) */
+struct sroce_aeth {
+	uint8_t syndrome;
+	uint32_t msn; /* 24 bits */
+};
+static inline enum sroce_aeth_type sroce_aeth_type(uint8_t syndrome)
+{
+	return (enum sroce_aeth_type)((syndrome >> 5) & 3);
+}
+static inline uint8_t sroce_aeth_value(uint8_t syndrome) { return syndrome & 0x1f; }
+static inline uint8_t sroce_aeth_syndrome(enum sroce_aeth_type t, uint8_t value)
+{
+	return (uint8_t)(((unsigned)t & 3) << 5 | (value & 0x1f));
+}
+void sroce_aeth_read(const uint8_t *p, struct sroce_aeth *out);
+void sroce_aeth_write(uint8_t *p, const struct sroce_aeth *in);
+
+/* AtomicETH (9.3.4): VA(64) R_Key(32) SwapOrAdd(64) Compare(64) */
+struct sroce_atmeth {
+	uint64_t va;
+	uint32_t rkey;
+	uint64_t swap_add;
+	uint64_t compare;
+};
+void sroce_atmeth_read(const uint8_t *p, struct sroce_atmeth *out);
+void sroce_atmeth_write(uint8_t *p, const struct sroce_atmeth *in);
+
+/* AtomicAckETH (9.5.3): OrigRemDt(64) */
+/* ImmDt (9.3.6): 32 bits, IETH (9.3.7): R_Key 32 bits: plain be32 fields. */
+
+/* DETH (9.3.2): Q_Key(32) Resv8(8) SrcQP(24) */
+struct sroce_deth {
+	uint32_t qkey;
+	uint32_t sqpn; /* 24 bits */
+};
+void sroce_deth_read(const uint8_t *p, struct sroce_deth *out);
+void sroce_deth_write(uint8_t *p, const struct sroce_deth *in);
+
+/* --- PSN arithmetic: the one place (IBA 9.7.1: 24-bit modular) ----------- */
+#define SROCE_PSN_MASK 0xffffffu
+
+static inline uint32_t sroce_psn_add(uint32_t psn, int32_t delta)
+{
+	return (uint32_t)((int64_t)psn + delta) & SROCE_PSN_MASK;
+}
+/* Signed distance a - b in [-2^23, 2^23): < 0 means a is before b. A distance
+ * of exactly 2^23 is ambiguous and reads as "before" (-2^23). */
+static inline int32_t sroce_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(((a - b) & SROCE_PSN_MASK) << 8) >> 8;
+}
+static inline bool sroce_psn_before(uint32_t a, uint32_t b) { return sroce_psn_diff(a, b) < 0; }
+static inline bool sroce_psn_after(uint32_t a, uint32_t b) { return sroce_psn_diff(a, b) > 0; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SROCE_PROTO_ROCE_H */

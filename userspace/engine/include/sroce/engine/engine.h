@@ -1,0 +1,224 @@
+// The sans-I/O RoCEv2 transport engine: one instance per host (or NIC).
+//
+// Contract (DESIGN.md, "The engine is sans-I/O"):
+//  * every entry point that can move protocol state takes `now`;
+//  * no clock reads, no sockets, no blocking; no allocation on the data path
+//    (post_*, poll_*, on_packet, on_timer, poll_transmit): queues and buffers
+//    are sized when objects are created;
+//  * application memory is reached only through the MemoryAccess the host
+//    gives at construction (in-process, process_vm_readv, or pinned pages).
+//
+// Packets cross the boundary as RoCEv2 UDP payloads (BTH .. ICRC) plus their
+// addressing (PacketMeta); the datapath adds Ethernet/IP/UDP. The ICRC is
+// computed over the IP and UDP headers sroce itself builds
+// (proto/icrc.h: IPv4 id 0 and DF; masked fields as IBTA Annex A17).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "sroce/engine/result.h"
+#include "sroce/engine/types.h"
+#include "sroce/engine/verbs.h"
+
+namespace sroce {
+
+// How the engine reaches application memory. `addr` is a virtual address in
+// the owner's address space as registered with reg_mr. Returning false means
+// the host could not access it (the process died, the page is gone); the
+// engine turns that into the right error completion.
+class MemoryAccess {
+ public:
+  virtual ~MemoryAccess() = default;
+  virtual bool read(uint64_t addr, std::span<std::byte> out) = 0;
+  virtual bool write(uint64_t addr, std::span<const std::byte> in) = 0;
+};
+
+// Addressing of one RoCEv2 packet, in or out.
+struct PacketMeta {
+  Gid src;                // source IP as GID (IPv4-mapped for IPv4)
+  Gid dst;                // destination IP as GID
+  uint16_t src_port = 0;  // UDP source port: the lane, hence the ECMP path
+  uint16_t dst_port = 4791;
+  uint8_t traffic_class = 0;  // DSCP << 2 | ECN (ECN CE = 3 on receive)
+  uint8_t hop_limit = 64;
+  uint32_t flow_label = 0;    // IPv6 only
+};
+
+struct TxPacket {
+  size_t len = 0;        // bytes written into the caller's buffer (UDP payload)
+  PacketMeta meta;
+  Time send_at;          // earliest time to put it on the wire (pacing)
+};
+
+struct EngineConfig {
+  // Local GID table (index = sgid_index); at least one entry.
+  std::span<const Gid> gids;
+  uint32_t max_qps = 1024;
+  uint32_t max_cqs = 1024;
+  uint32_t max_mrs = 4096;
+  uint32_t max_pds = 1024;
+  uint32_t max_srqs = 256;
+  uint32_t max_ahs = 4096;
+  uint32_t max_cqe = 65536;
+  uint32_t max_qp_wr = 16384;
+  uint32_t max_sge = 32;
+  uint32_t max_inline_data = 256;
+  uint32_t max_rd_atomic = 16;   // outstanding READ/atomic per QP
+  uint32_t max_msg_size = 1u << 31;
+  uint64_t seed = 1;             // keys and QPNs derive from it (not guessable, reproducible)
+  // Active MTU of the port: upper bound of a QP's path MTU and of a UD message.
+  Mtu port_mtu = Mtu::k4096;
+  // Compatible-mode responder: ACK at least every `ack_every` request packets
+  // even without AckReq (IBA 9.7.5.1: ACK coalescing is the responder's choice).
+  uint32_t ack_every = 16;
+  // Requester window: at most this many unacknowledged PSNs per RC QP.
+  uint32_t max_unacked_psns = 1024;
+  // The datapath generates and checks the ICRC itself (NIC offload, benchmarks):
+  // the engine writes a zero ICRC and does not verify received ones.
+  bool icrc_offload = false;
+};
+
+// Why a received packet was dropped. The first values are the proto parser's
+// sroce_parse_err codes (proto/packet.h), same numbers; engine-level reasons follow.
+enum RxDropReason : uint8_t {
+  kRxDropParseShort = 1,
+  kRxDropParseBadOpcode = 2,
+  kRxDropParseBadTver = 3,
+  kRxDropParseTruncatedHdr = 4,
+  kRxDropParseBadPad = 5,
+  kRxDropParseBadLength = 6,
+  kRxDropBadIcrc = 7,
+  kRxDropWrongTransport = 8,  // opcode's service does not match the QP type
+  kRxDropUnknownQp = 9,
+  kRxDropQpState = 10,        // QP in RESET/INIT/ERR, or not a receiving state
+  kRxDropBadPkey = 11,
+  kRxDropBadQkey = 12,
+  kRxDropCnp = 13,            // CNP: no congestion control in compatible mode
+  kRxDropNoRecvWqe = 14,      // UD/UC: no receive WQE (RC answers RNR NAK instead)
+  kRxDropOutOfSequence = 15,  // RC: PSN ahead (NAKed once); UC: rest of a broken message
+  kRxDropUnexpectedResponse = 16,  // response/ACK that matches no outstanding request
+  kRxDropDuplicate = 17,      // duplicate that cannot be answered (e.g. atomic evicted)
+  kRxDropLength = 18,         // UD message larger than the receive buffer
+  kRxDropAccess = 19,         // UC: R_Key/access violation (RC NAKs instead)
+  kRxDropInvalid = 20,        // UC: invalid request (RC NAKs instead)
+  kRxDropCount = 21,
+};
+const char* to_string(RxDropReason r);
+
+// Engine-wide counters; per-QP counters come from qp_stats().
+struct EngineStats {
+  uint64_t rx_packets = 0;
+  uint64_t rx_dropped = 0;      // malformed, bad ICRC, unknown QP, ... (see rx_drop_reason)
+  uint64_t rx_bad_icrc = 0;
+  uint64_t rx_unknown_qp = 0;
+  uint64_t tx_packets = 0;
+  uint64_t retransmits = 0;
+  uint64_t naks_sent = 0;
+  uint64_t naks_received = 0;
+  uint64_t rnr_naks_sent = 0;
+  uint64_t rnr_naks_received = 0;
+  uint64_t timeouts = 0;
+  uint64_t duplicates = 0;
+  uint64_t rx_drop_reason[kRxDropCount] = {};  // indexed by RxDropReason
+  uint64_t cq_overflows = 0;
+  uint64_t async_events_lost = 0;  // async event queue full
+};
+
+// Per-QP counters (qp_stats()).
+struct QpStats {
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;        // UDP payload bytes
+  uint64_t rx_packets = 0;      // accepted by the QP (after the checks)
+  uint64_t rx_bytes = 0;
+  uint64_t rx_dropped = 0;      // dropped after the QP was found
+  uint64_t retransmits = 0;     // request packets sent again (go-back-N)
+  uint64_t timeouts = 0;        // local ACK timer expirations
+  uint64_t acks_sent = 0;
+  uint64_t acks_received = 0;
+  uint64_t naks_sent = 0;       // NAKs other than RNR
+  uint64_t naks_received = 0;
+  uint64_t seq_naks_received = 0;
+  uint64_t rnr_naks_sent = 0;
+  uint64_t rnr_naks_received = 0;
+  uint64_t duplicates = 0;      // duplicate requests answered by the responder
+  uint64_t read_responses_sent = 0;
+  uint64_t send_wqes_completed = 0;
+  uint64_t recv_wqes_completed = 0;
+};
+
+struct MrKeys {
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+};
+
+class Engine {
+ public:
+  Engine(const EngineConfig& cfg, MemoryAccess& mem);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // --- control path: errno-bearing results --------------------------------
+  Result<Handle> alloc_pd();
+  Result<void> dealloc_pd(Handle pd);  // EBUSY while MRs/QPs/AHs/SRQs use it
+
+  Result<MrKeys> reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access);
+  Result<void> dereg_mr(uint32_t lkey);
+
+  Result<Handle> create_cq(uint32_t cqe);
+  Result<void> destroy_cq(Handle cq);  // EBUSY while a QP uses it
+
+  Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
+  Result<void> modify_srq(Handle srq, uint32_t srq_limit);
+  Result<void> destroy_srq(Handle srq);
+
+  Result<Handle> create_ah(Handle pd, const AhAttr& attr);
+  Result<void> destroy_ah(Handle ah);
+
+  Result<Qpn> create_qp(Handle pd, const QpInitAttr& attr);
+  Result<void> modify_qp(Qpn qpn, const QpAttr& attr, uint32_t attr_mask, Time now);
+  Result<QpAttr> query_qp(Qpn qpn) const;
+  Result<void> destroy_qp(Qpn qpn);
+  Result<QpStats> qp_stats(Qpn qpn) const;
+
+  // --- data path ----------------------------------------------------------
+  // 0 on success, else the errno ibv_post_send returns (EINVAL, ENOMEM when the
+  // queue is full, ...). On error nothing of the WR was queued.
+  int post_send(Qpn qpn, const SendWr& wr, Time now);
+  int post_recv(Qpn qpn, const RecvWr& wr);
+  int post_srq_recv(Handle srq, const RecvWr& wr);
+
+  // Returns the number of completions written (<= out.size()), or -errno.
+  int poll_cq(Handle cq, std::span<Wc> out);
+  // Arms the CQ: the next (solicited, if asked) completion yields one
+  // notification from poll_cq_notification().
+  int req_notify_cq(Handle cq, bool solicited_only);
+  std::optional<Handle> poll_cq_notification();
+  std::optional<AsyncEvent> poll_async_event();
+
+  // A received UDP payload (BTH .. ICRC). Malformed packets are dropped and
+  // counted, never fatal.
+  void on_packet(std::span<const std::byte> payload, const PacketMeta& meta, Time now);
+  // Fires whatever timers are due at `now` (retransmission, RNR, ACK coalescing).
+  void on_timer(Time now);
+  // Next packet to send, written into `out` (at least the path MTU plus
+  // headers: kMaxPacket). nullopt when nothing is ready at `now`.
+  std::optional<TxPacket> poll_transmit(std::span<std::byte> out, Time now);
+  // Earliest time on_timer or poll_transmit has work; Time::never() if idle.
+  Time next_deadline() const;
+
+  static constexpr size_t kMaxPacket = 4096 + 64;
+
+  const EngineStats& stats() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sroce
