@@ -12,7 +12,7 @@ PACKAGES=(
   catch2 libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   liburing-dev libbpf-dev libelf-dev zlib1g-dev libibverbs-dev
   # tools used by tests and benchmarks
-  tshark python3-scapy python3-matplotlib bpftool iproute2
+  tshark python3-scapy python3-matplotlib python3-pyflakes bpftool iproute2
   # unchanged RDMA programs run across sroce in the tests
   ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers
 )
