@@ -6,7 +6,9 @@
  */
 #include "icrc.h"
 
-/* --- CRC-32, slicing-by-8 ---------------------------------------------------- */
+#include "crc32_fast.h"
+
+/* --- CRC-32 ----------------------------------------------------------------- */
 
 static inline uint32_t load_le32(const uint8_t *p)
 {
@@ -14,7 +16,8 @@ static inline uint32_t load_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len)
+/* Slicing-by-8: the portable path, and the fast one below 64 bytes. */
+uint32_t sroce_crc32_update_table(uint32_t crc, const uint8_t *p, size_t len)
 {
 	const uint32_t(*t)[256] = sroce_crc32_table;
 
@@ -32,6 +35,20 @@ uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len)
 	while (len--)
 		crc = t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return crc;
+}
+
+/*
+ * PCLMULQDQ folding (crc32_fast.c) where the build and the CPU have it, from
+ * 64 bytes up: 6-7x the tables on 1-64 KiB (bench_crc32). The ICRC's pseudo
+ * header (40-60 bytes) stays on the tables, the payload after it folds.
+ */
+uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len)
+{
+#if SROCE_CRC32_HAVE_PCLMUL
+	if (len >= SROCE_CRC32_FOLD_MIN && sroce_crc32_pclmul_supported())
+		return sroce_crc32_update_pclmul(crc, p, len);
+#endif
+	return sroce_crc32_update_table(crc, p, len);
 }
 
 /* --- ICRC (Annex A17.3.3) ---------------------------------------------------- */

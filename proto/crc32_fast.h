@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CRC-32 implementations behind sroce_crc32_update (icrc.h): reflected
+ * 0xEDB88320, no pre/post inversion, as the RoCEv2 ICRC (IBA Annex A17.3.3)
+ * uses it. Everyone else calls sroce_crc32_update, which picks the fastest;
+ * these are exported so the unit tests and bench_crc32 can compare them.
+ *
+ * - table: slicing-by-8 (icrc.c, proto/crc32_table.c). Everywhere.
+ * - pclmul: PCLMULQDQ folding (crc32_fast.c), x86-64 userspace only, chosen
+ *   at run time from CPUID. The kernel (no SSE in kernel context without
+ *   kernel_fpu_begin), BPF and other architectures compile the table path only.
+ */
+#ifndef SROCE_PROTO_CRC32_FAST_H
+#define SROCE_PROTO_CRC32_FAST_H
+
+#include "roce.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__x86_64__) && !defined(__KERNEL__) && !defined(__bpf__)
+#define SROCE_CRC32_HAVE_PCLMUL 1
+#else
+#define SROCE_CRC32_HAVE_PCLMUL 0
+#endif
+
+/* Shortest input the folding path takes: it starts with four 16-byte lanes.
+ * Below that the tables are as fast or faster (bench_crc32 measures both). */
+#define SROCE_CRC32_FOLD_MIN 64
+
+/* Slicing-by-8; any length. */
+uint32_t sroce_crc32_update_table(uint32_t crc, const uint8_t *p, size_t len);
+
+/* Nonzero when this build has the folding path and the CPU runs it
+ * (CPUID.01H:ECX PCLMULQDQ and SSE4.1). The CPUID result is cached. */
+int sroce_crc32_pclmul_supported(void);
+
+/* PCLMULQDQ folding for len >= SROCE_CRC32_FOLD_MIN, the tables below that.
+ * Call only when sroce_crc32_pclmul_supported(); builds without the folding
+ * path alias it to the tables. */
+uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SROCE_PROTO_CRC32_FAST_H */
