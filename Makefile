@@ -4,7 +4,9 @@
 #   make deps       install the Debian packages everything needs (idempotent)
 #   make test       release + ASan/UBSan builds, the whole suite, bounded fuzzing
 #   make demo       the main job on its embedded default
-#   make bench      engine benchmark (JSON summary line)
+#   make bench      engine benchmark (JSON summary line); bench-ebpf: telemetry overhead
+#   make test-e2e   only the end-to-end tests (unchanged ibv_*/perftest across sroced)
+#   make kmod       the kernel module; make test-vm: its tests under qemu
 #   make defconfig / menuconfig   Kconfig feature switches (.config)
 
 BUILD      ?= build
@@ -14,7 +16,7 @@ GENERATOR  := -G Ninja
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz demo bench clean defconfig menuconfig
+.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz test-e2e test-vm kmod demo bench bench-ebpf clean defconfig menuconfig
 
 all: build
 
@@ -42,12 +44,21 @@ build-fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 test-unit: build build-asan
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest -LE vm --output-on-failure -j $(JOBS)
+
+# rdma_sroce.ko against Debian's linux-headers-amd64, and its tests in qemu
+# booting Debian's own 6.1 kernel (downloads the kernel package once).
+kmod: deps
+	@cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) --target kmod
+
+test-vm: build-asan
+	cd $(ASAN_BUILD) && ctest -L vm --output-on-failure
 
 test-fuzz: build-fuzz
 	cd $(FUZZ_BUILD) && SROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure
 
-test: test-unit test-fuzz
+test: test-unit test-vm test-fuzz
 	@echo "make test: all suites passed"
 
 demo: build
@@ -55,6 +66,15 @@ demo: build
 
 bench: build
 	$(BUILD)/bin/sroce-sim run engine-bench --json
+
+# eBPF telemetry overhead: packets/s through a veth pair with and without the
+# programs (root, ~70 s).
+bench-ebpf: build
+	$(BUILD)/bin/sroce-tm-bench
+
+# Only the tests that run unchanged RDMA programs across sroced (root).
+test-e2e: build-asan
+	cd $(ASAN_BUILD) && ctest -R 'provider_|e2e_' --output-on-failure
 
 clean:
 	rm -rf $(BUILD)

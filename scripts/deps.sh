@@ -12,9 +12,11 @@ PACKAGES=(
   catch2 libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   liburing-dev libbpf-dev libelf-dev zlib1g-dev libibverbs-dev
   # tools used by tests and benchmarks
-  tshark python3-scapy python3-matplotlib python3-pyflakes bpftool iproute2
+  tshark python3-scapy python3-matplotlib python3-pyflakes bpftool llvm iproute2
   # unchanged RDMA programs run across sroce in the tests
-  ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers
+  ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers rdmacm-utils librdmacm-dev
+  # the kernel module and its qemu tests
+  linux-headers-amd64 qemu-system-x86 busybox-static sparse kmod cpio
 )
 
 missing=()

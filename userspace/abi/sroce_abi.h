@@ -19,6 +19,7 @@
 
 #ifdef __KERNEL__
 #include <linux/types.h>
+#include <linux/ioctl.h>
 typedef __u8 sroce_u8;
 typedef __u16 sroce_u16;
 typedef __u32 sroce_u32;
@@ -26,6 +27,7 @@ typedef __u64 sroce_u64;
 typedef __s32 sroce_s32;
 #else
 #include <stdint.h>
+#include <linux/ioctl.h>
 typedef uint8_t sroce_u8;
 typedef uint16_t sroce_u16;
 typedef uint32_t sroce_u32;
@@ -70,6 +72,7 @@ enum sroce_op {
 	SROCE_OP_CREATE_COMP_CHANNEL, /* -> sroce_handle_resp; fds: event fd (see below) */
 	SROCE_OP_DESTROY_COMP_CHANNEL,/* sroce_handle_req */
 	SROCE_OP_STATS,            /* -> JSON text (daemon tools: sroce status/qps/lanes) */
+	SROCE_OP_REREG_MR,         /* sroce_rereg_mr -> sroce_reg_mr_resp (provider: ibv_rereg_mr) */
 	SROCE_OP_COUNT,
 };
 
@@ -401,6 +404,180 @@ struct sroce_comp_event_desc {
 	sroce_u64 cq_handle;  /* the CQ's user_handle */
 };
 
+/* SROCE_OP_STATS (sroce status|qps|lanes). Allowed before HELLO and from
+ * any peer the uid policy admits. The body is optional (an empty body means
+ * what = 0). The reply body is the JSON text when it fits in SROCE_MAX_MSG;
+ * when it does not, the reply body is empty and one fd is passed: a memfd
+ * holding the whole JSON text (its size is the text's length rounded up to
+ * a page, padded with NUL bytes). */
+struct sroce_stats_req {
+	sroce_u32 what;     /* 0 = everything (the only value today) */
+	sroce_u32 reserved;
+};
+
+/* SROCE_OP_REREG_MR (ibv_rereg_mr). Changes the MR named by lkey in place: with
+ * IBV_REREG_MR_CHANGE_TRANSLATION the range (addr, length, iova), with _CHANGE_PD the PD,
+ * with _CHANGE_ACCESS the access flags; fields of a change not asked for are ignored.
+ * Programs do not exchange keys again after a rereg, so the reply should return the same
+ * lkey and rkey. A failure leaves the MR as it was. A daemon without it answers
+ * -EOPNOTSUPP, which the provider reports as "rereg not supported". */
+struct sroce_rereg_mr {
+	sroce_u32 lkey;
+	sroce_u32 flags;  /* enum ibv_rereg_mr_flags */
+	sroce_u64 addr;
+	sroce_u64 length;
+	sroce_u64 iova;
+	sroce_u32 pd;     /* with IBV_REREG_MR_CHANGE_PD */
+	sroce_u32 access; /* with IBV_REREG_MR_CHANGE_ACCESS */
+};
+
+/* ------------------------------------------------------------------------
+ * The kernel path (rdma_sroce.ko, docs/kmod.md).
+ *
+ * With the module loaded, sroce0 is a real ib_device: applications use the
+ * kernel's uverbs (/dev/infiniband/uverbsN), and the module mirrors every
+ * object to sroced over one control channel, the misc device
+ * SROCE_KDEV_PATH, which sroced opens and binds to a device with
+ * SROCE_KIOC_ATTACH. The channel carries the messages above, each behind a
+ * struct sroce_kmsg envelope (one message per read() or write()):
+ *
+ *   module -> daemon  REQUEST  sroce_msg_hdr + the op's body [+ extension]
+ *   daemon -> module  REPLY    sroce_msg_hdr (op, seq echoed; status) + body
+ *   module -> daemon  CLOSE    context ctx is gone (the socket path's hang-up)
+ *   daemon -> module  COMP_EVENT  sroce_comp_event_desc
+ *   daemon -> module  ASYNC_EVENT sroce_async_event_desc
+ *   module -> daemon  GID      sroce_kgid (the kernel's RoCE GID table)
+ *   module -> daemon  GSI_SEND sroce_kgsi + MAD (QP1 send, rdma_cm)
+ *   daemon -> module  GSI_RECV sroce_kgsi + MAD (QP1 receive)
+ *
+ * Differences from the socket path: no fds are passed. The rings and the
+ * pinned pages of MRs belong to the module; a request that creates one
+ * carries a struct sroce_kmap after its body, and the daemon maps it with
+ * mmap(channel_fd, map.offset, map.bytes, MAP_SHARED). Handles in the
+ * daemon's replies stay the daemon's; user_handle fields carry the module's
+ * object ids, so events come back naming them. Completion channels are the
+ * kernel's: CREATE_CQ carries channel = SROCE_KCHANNEL and the daemon sends
+ * COMP_EVENT for an armed CQ where it would write to a channel socket.
+ * Doorbells: the provider calls the uverbs POST_SEND / POST_RECV /
+ * POST_SRQ_RECV command with no work requests, and the module signals the
+ * eventfd the daemon gave at attach.
+ * ---------------------------------------------------------------------- */
+#define SROCE_KDEV_PATH "/dev/sroce"
+#define SROCE_KABI_VERSION 1
+#define SROCE_KCHANNEL 0xffffffffu /* sroce_create_cq.channel on the kernel path */
+
+enum sroce_kmsg_kind {
+	SROCE_KMSG_REQUEST = 1,
+	SROCE_KMSG_REPLY,
+	SROCE_KMSG_CLOSE,
+	SROCE_KMSG_COMP_EVENT,
+	SROCE_KMSG_ASYNC_EVENT,
+	SROCE_KMSG_GID,
+	SROCE_KMSG_GSI_SEND,
+	SROCE_KMSG_GSI_RECV,
+};
+
+struct sroce_kmsg {
+	sroce_u32 kind; /* enum sroce_kmsg_kind */
+	sroce_u32 ctx;  /* the module's context id (REQUEST, REPLY, CLOSE), else 0 */
+};
+#define SROCE_KMSG_MAX (sizeof(struct sroce_kmsg) + SROCE_MAX_MSG)
+
+/* ioctl(channel_fd, SROCE_KIOC_ATTACH, &attach): serve device `ibdev`. One
+ * daemon per device (EBUSY otherwise); the opener needs CAP_NET_ADMIN. attr
+ * gives the limits the device reports (GUIDs and fw_ver are the module's).
+ * Closing the channel detaches: the module fails what is in flight with EIO,
+ * sets `error` in every ring of that daemon's contexts, wakes their
+ * completion channels and reports IBV_EVENT_DEVICE_FATAL; the port goes down
+ * until a daemon attaches again. */
+struct sroce_kattach {
+	char ibdev[64];
+	sroce_u32 abi_version;  /* SROCE_KABI_VERSION */
+	sroce_s32 doorbell_fd;  /* eventfd the module signals on doorbells, or -1 */
+	struct sroce_device_attr attr;
+};
+#define SROCE_KIOC_ATTACH _IOW('S', 1, struct sroce_kattach)
+
+/* A region the daemon maps from the channel (rings: the module's memory;
+ * MRs: the application's pinned pages, read-only when the MR is). */
+struct sroce_kmap {
+	sroce_u64 offset; /* mmap offset on the channel fd */
+	sroce_u64 bytes;  /* mapping length, a page multiple */
+};
+
+/* After sroce_create_cq / sroce_create_srq: the ring, its header set up. */
+struct sroce_kring_ext {
+	struct sroce_kmap map;
+	sroce_u32 size;       /* entries, a power of two */
+	sroce_u32 entry_size;
+};
+
+/* After sroce_create_qp: both rings in one region, laid out as the socket
+ * path's sroce_create_qp_resp describes (rq_offset ~0 with an SRQ). */
+struct sroce_kqp_ext {
+	struct sroce_kmap map;
+	sroce_u64 sq_offset;
+	sroce_u64 rq_offset;
+	sroce_u32 sq_size;
+	sroce_u32 sq_entry_size;
+	sroce_u32 rq_size;
+	sroce_u32 rq_entry_size;
+};
+
+/* After sroce_reg_mr: byte `addr` of the MR is at map start + first_byte. */
+struct sroce_kmr_ext {
+	struct sroce_kmap map;
+	sroce_u64 first_byte;
+	sroce_u32 writable;   /* the map may be mapped PROT_WRITE */
+	sroce_u32 reserved;
+};
+
+/* SROCE_KMSG_GID: entry `index` of the RoCE GID table was set or cleared.
+ * The daemon resolves sgid_index (ah_attr) with this table on the kernel
+ * path; the module sends the whole table at attach. */
+struct sroce_kgid {
+	struct sroce_gid_entry entry; /* gid_type: 1 = RoCE v2 (the only kind listed) */
+	sroce_u32 present;            /* 1 set, 0 cleared */
+	sroce_u32 reserved;
+};
+
+/* SROCE_KMSG_GSI_SEND / _RECV: one MAD of QP1 (IBA 13.5.1), carried as a
+ * RoCEv2 UD datagram (BTH + DETH, P_Key and Q_Key as given). */
+struct sroce_kgsi {
+	sroce_u8 sgid[16];     /* SEND: our GID; RECV: the sender's GID */
+	sroce_u8 dgid[16];     /* SEND: destination; RECV: the GID it came to */
+	sroce_u32 remote_qpn;  /* SEND: destination QP; RECV: source QP */
+	sroce_u32 qkey;
+	sroce_u32 flow_label;
+	sroce_u16 pkey;
+	sroce_u8 traffic_class;
+	sroce_u8 hop_limit;
+	sroce_u32 len;         /* MAD bytes that follow (at most 256) */
+	sroce_u32 reserved;
+};
+#define SROCE_KGSI_MAX_MAD 256
+
+/* Driver data of the uverbs commands (rdma_sroce.ko <-> libsroce): mmap
+ * offsets are on the uverbs fd. */
+struct sroce_kuctx_resp {   /* GET_CONTEXT */
+	sroce_u32 abi_version;  /* SROCE_KABI_VERSION */
+	sroce_u32 ctx;
+};
+struct sroce_kring_resp {   /* CREATE_CQ, CREATE_SRQ */
+	sroce_u64 mmap_offset;
+	sroce_u64 ring_bytes;
+};
+struct sroce_kqp_resp {     /* CREATE_QP */
+	sroce_u64 mmap_offset;
+	sroce_u64 ring_bytes;
+	sroce_u64 sq_offset;
+	sroce_u64 rq_offset;    /* ~0 with an SRQ */
+};
+struct sroce_kah_resp {     /* CREATE_AH: the handle UD work requests name */
+	sroce_u32 handle;
+	sroce_u32 reserved;
+};
+
 #define SROCE_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
 #ifdef __cplusplus
 #undef SROCE_ABI_ASSERT
@@ -419,5 +596,20 @@ SROCE_ABI_ASSERT(sizeof(struct sroce_cqe) == 40, "sroce_cqe layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_sge) == 16, "sroce_sge layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_async_event_desc) == 16, "async event desc layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_comp_event_desc) == 8, "comp event desc layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_stats_req) == 8, "sroce_stats_req layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_rereg_mr) == 40, "sroce_rereg_mr layout");
+
+SROCE_ABI_ASSERT(sizeof(struct sroce_kmsg) == 8, "sroce_kmsg layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kattach) == 192, "sroce_kattach layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kmap) == 16, "sroce_kmap layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kring_ext) == 24, "sroce_kring_ext layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kqp_ext) == 48, "sroce_kqp_ext layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kmr_ext) == 32, "sroce_kmr_ext layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kgid) == 32, "sroce_kgid layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kgsi) == 56, "sroce_kgsi layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kuctx_resp) == 8, "sroce_kuctx_resp layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kring_resp) == 16, "sroce_kring_resp layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kqp_resp) == 32, "sroce_kqp_resp layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kah_resp) == 8, "sroce_kah_resp layout");
 
 #endif /* SROCE_ABI_H */

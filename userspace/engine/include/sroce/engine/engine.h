@@ -45,13 +45,13 @@ struct PacketMeta {
   uint16_t dst_port = 4791;
   uint8_t traffic_class = 0;  // DSCP << 2 | ECN (ECN CE = 3 on receive)
   uint8_t hop_limit = 64;
-  uint32_t flow_label = 0;    // IPv6 only
+  uint32_t flow_label = 0;  // IPv6 only
 };
 
 struct TxPacket {
-  size_t len = 0;        // bytes written into the caller's buffer (UDP payload)
+  size_t len = 0;  // bytes written into the caller's buffer (UDP payload)
   PacketMeta meta;
-  Time send_at;          // earliest time to put it on the wire (pacing)
+  Time send_at;  // earliest time to put it on the wire (pacing)
 };
 
 struct EngineConfig {
@@ -67,9 +67,9 @@ struct EngineConfig {
   uint32_t max_qp_wr = 16384;
   uint32_t max_sge = 32;
   uint32_t max_inline_data = 256;
-  uint32_t max_rd_atomic = 16;   // outstanding READ/atomic per QP
+  uint32_t max_rd_atomic = 16;  // outstanding READ/atomic per QP
   uint32_t max_msg_size = 1u << 31;
-  uint64_t seed = 1;             // keys and QPNs derive from it (not guessable, reproducible)
+  uint64_t seed = 1;  // keys and QPNs derive from it (not guessable, reproducible)
   // Active MTU of the port: upper bound of a QP's path MTU and of a UD message.
   Mtu port_mtu = Mtu::k4096;
   // Compatible-mode responder: ACK at least every `ack_every` request packets
@@ -94,17 +94,17 @@ enum RxDropReason : uint8_t {
   kRxDropBadIcrc = 7,
   kRxDropWrongTransport = 8,  // opcode's service does not match the QP type
   kRxDropUnknownQp = 9,
-  kRxDropQpState = 10,        // QP in RESET/INIT/ERR, or not a receiving state
+  kRxDropQpState = 10,  // QP in RESET/INIT/ERR, or not a receiving state
   kRxDropBadPkey = 11,
   kRxDropBadQkey = 12,
-  kRxDropCnp = 13,            // CNP: no congestion control in compatible mode
-  kRxDropNoRecvWqe = 14,      // UD/UC: no receive WQE (RC answers RNR NAK instead)
-  kRxDropOutOfSequence = 15,  // RC: PSN ahead (NAKed once); UC: rest of a broken message
+  kRxDropCnp = 13,                 // CNP: no congestion control in compatible mode
+  kRxDropNoRecvWqe = 14,           // UD/UC: no receive WQE (RC answers RNR NAK instead)
+  kRxDropOutOfSequence = 15,       // RC: PSN ahead (NAKed once); UC: rest of a broken message
   kRxDropUnexpectedResponse = 16,  // response/ACK that matches no outstanding request
-  kRxDropDuplicate = 17,      // duplicate that cannot be answered (e.g. atomic evicted)
-  kRxDropLength = 18,         // UD message larger than the receive buffer
-  kRxDropAccess = 19,         // UC: R_Key/access violation (RC NAKs instead)
-  kRxDropInvalid = 20,        // UC: invalid request (RC NAKs instead)
+  kRxDropDuplicate = 17,           // duplicate that cannot be answered (e.g. atomic evicted)
+  kRxDropLength = 18,              // UD message larger than the receive buffer
+  kRxDropAccess = 19,              // UC: R_Key/access violation (RC NAKs instead)
+  kRxDropInvalid = 20,             // UC: invalid request (RC NAKs instead)
   kRxDropCount = 21,
 };
 const char* to_string(RxDropReason r);
@@ -112,7 +112,7 @@ const char* to_string(RxDropReason r);
 // Engine-wide counters; per-QP counters come from qp_stats().
 struct EngineStats {
   uint64_t rx_packets = 0;
-  uint64_t rx_dropped = 0;      // malformed, bad ICRC, unknown QP, ... (see rx_drop_reason)
+  uint64_t rx_dropped = 0;  // malformed, bad ICRC, unknown QP, ... (see rx_drop_reason)
   uint64_t rx_bad_icrc = 0;
   uint64_t rx_unknown_qp = 0;
   uint64_t tx_packets = 0;
@@ -131,20 +131,20 @@ struct EngineStats {
 // Per-QP counters (qp_stats()).
 struct QpStats {
   uint64_t tx_packets = 0;
-  uint64_t tx_bytes = 0;        // UDP payload bytes
-  uint64_t rx_packets = 0;      // accepted by the QP (after the checks)
+  uint64_t tx_bytes = 0;    // UDP payload bytes
+  uint64_t rx_packets = 0;  // accepted by the QP (after the checks)
   uint64_t rx_bytes = 0;
-  uint64_t rx_dropped = 0;      // dropped after the QP was found
-  uint64_t retransmits = 0;     // request packets sent again (go-back-N)
-  uint64_t timeouts = 0;        // local ACK timer expirations
+  uint64_t rx_dropped = 0;   // dropped after the QP was found
+  uint64_t retransmits = 0;  // request packets sent again (go-back-N)
+  uint64_t timeouts = 0;     // local ACK timer expirations
   uint64_t acks_sent = 0;
   uint64_t acks_received = 0;
-  uint64_t naks_sent = 0;       // NAKs other than RNR
+  uint64_t naks_sent = 0;  // NAKs other than RNR
   uint64_t naks_received = 0;
   uint64_t seq_naks_received = 0;
   uint64_t rnr_naks_sent = 0;
   uint64_t rnr_naks_received = 0;
-  uint64_t duplicates = 0;      // duplicate requests answered by the responder
+  uint64_t duplicates = 0;  // duplicate requests answered by the responder
   uint64_t read_responses_sent = 0;
   uint64_t send_wqes_completed = 0;
   uint64_t recv_wqes_completed = 0;

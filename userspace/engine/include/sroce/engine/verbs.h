@@ -142,8 +142,8 @@ enum class AsyncEventType : uint8_t {
   kQpAccessErr = 3,
   kCommEst = 4,
   kSqDrained = 5,
-  kLastWqeReached = 9,
-  kSrqLimitReached = 12,
+  kSrqLimitReached = 15,
+  kLastWqeReached = 16,
 };
 
 struct Sge {

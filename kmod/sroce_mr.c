@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Memory registration. ib_umem pins the application's pages; sroced maps
+ * those very pages through the channel (no process_vm_readv copies on this
+ * path) and names the MR by the keys it returns (IBA 10.6).
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "sroce.h"
+
+#define SROCE_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_RELAXED_ORDERING)
+
+/* Kernel users' local DMA MR (lkey 0 = the device's local_dma_lkey). */
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct sroce_mr *mr;
+
+	if (access & ~(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_RELAXED_ORDERING))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	sroce_live_inc(SROCE_OBJ_MR);
+	return &mr->ibmr;
+}
+
+static struct page **sroce_umem_pages(struct ib_umem *umem,
+				      unsigned long *npages)
+{
+	struct sg_page_iter iter;
+	struct page **pages;
+	unsigned long n = 0, want = ib_umem_num_pages(umem);
+
+	pages = kvmalloc_array(want, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return NULL;
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (n == want)
+			break;
+		pages[n++] = sg_page_iter_page(&iter);
+	}
+	if (n != want) {
+		kvfree(pages);
+		return NULL;
+	}
+	*npages = n;
+	return pages;
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_ucontext *uctx = sroce_uctx(udata);
+	struct sroce_reg_mr req = {
+		.addr = start, .length = length, .iova = iova,
+		.pd = to_spd(ibpd)->handle, .access = access,
+	};
+	struct sroce_kmr_ext ext = {};
+	struct sroce_reg_mr_resp resp;
+	struct sroce_region *r;
+	struct sroce_mr *mr;
+	struct page **pages;
+	unsigned long npages;
+	int err;
+
+	/* No ODP (the pages are pinned), no memory windows. */
+	if (access & ~SROCE_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > to_sdev(ibpd->device)->limits.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = uctx;
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	err = -ENOMEM;
+	r = sroce_region_new(ib_umem_num_pages(mr->umem) << PAGE_SHIFT,
+			     mr->umem->writable);
+	if (!r)
+		goto err_umem;
+	r->pages = sroce_umem_pages(mr->umem, &npages);
+	if (!r->pages) {
+		sroce_region_free(r);
+		goto err_umem;
+	}
+	err = sroce_chan_add_region(uctx->chan, r);
+	if (err) {
+		kvfree(r->pages);
+		sroce_region_free(r);
+		goto err_umem;
+	}
+	mr->region = r;
+
+	ext.map.offset = (u64)r->pgoff << PAGE_SHIFT;
+	ext.map.bytes = r->bytes;
+	ext.first_byte = ib_umem_offset(mr->umem);
+	ext.writable = r->writable;
+	err = sroce_ucall(uctx, SROCE_OP_REG_MR, &req, sizeof(req), &ext,
+			  sizeof(ext), &resp, sizeof(resp));
+	if (err)
+		goto err_region;
+	mr->ibmr.lkey = resp.lkey;
+	mr->ibmr.rkey = resp.rkey;
+	sroce_live_inc(SROCE_OBJ_MR);
+	return &mr->ibmr;
+
+err_region:
+	pages = r->pages;
+	sroce_chan_del_region(uctx->chan, r);	/* zaps, then frees r */
+	kvfree(pages);
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	struct sroce_handle_req req = { .handle = ibmr->lkey };
+	struct page **pages;
+
+	if (mr->umem) {
+		/* sroced answers once it no longer touches the pages; only
+		 * then are its mappings zapped and the pin released.
+		 */
+		sroce_ucall(mr->uctx, SROCE_OP_DEREG_MR, &req, sizeof(req),
+			    NULL, 0, NULL, 0);
+		pages = mr->region->pages;
+		sroce_chan_del_region(mr->uctx->chan, mr->region);
+		kvfree(pages);
+		ib_umem_release(mr->umem);
+	}
+	kfree(mr);
+	sroce_live_dec(SROCE_OBJ_MR);
+	return 0;
+}

@@ -1,0 +1,80 @@
+// `sroce status|qps|lanes` against a live sroced: the tables show what the
+// daemon reports, and --json is the daemon's JSON.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "abi_client.h"
+#include "cmd_daemon.h"
+#include "harness.h"
+
+using namespace sroce::test;
+
+TEST_CASE("sroce status and qps show a live context", "[cli]") {
+  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(20000 + (getpid() + 9) % 12000)});
+  REQUIRE(d.ok());
+  AbiClient c;
+  REQUIRE(c.connect(d.socket()) == 0);
+  REQUIRE(c.hello() == 0);
+  uint32_t pd = 0;
+  REQUIRE(c.alloc_pd(&pd) == 0);
+  ClientCq cq;
+  REQUIRE(c.create_cq(16, 0, &cq) == 0);
+  ClientQp qp;
+  REQUIRE(c.create_qp(pd, cq.handle, cq.handle, IBV_QPT_RC, 8, &qp) == 0);
+
+  auto st = sroce::cli::fetch_daemon_stats(d.socket());
+  REQUIRE(st);
+  CHECK((*st)["device"] == "sroce0");
+  CHECK((*st)["objects"]["qps"] == 1);
+  std::string status = sroce::cli::render_status(*st);
+  CHECK(status.find("sroce0:") == 0);
+  CHECK(status.find("GIDs: 127.0.0.1") != std::string::npos);
+  CHECK(status.find("1 contexts, 1 PDs, 0 MRs, 1 CQs, 1 QPs") != std::string::npos);
+  CHECK(status.find(std::to_string(getpid())) != std::string::npos);  // the context's pid
+  std::string qps = sroce::cli::render_qps(*st);
+  CHECK(qps.find("QPN") == 0);
+  CHECK(qps.find(std::to_string(qp.qpn)) != std::string::npos);
+  CHECK(qps.find("RESET") != std::string::npos);
+  CHECK(sroce::cli::render_lanes(*st) == "no lanes used yet\n");
+}
+
+TEST_CASE("sroce status says what is wrong when no daemon listens", "[cli]") {
+  auto st = sroce::cli::fetch_daemon_stats("/tmp/" + unique_name("nothing") + ".sock");
+  REQUIRE_FALSE(st);
+  CHECK(st.error().message.find("is sroced running?") != std::string::npos);
+}
+
+TEST_CASE("the device name picks the socket unless SROCE_SOCKET is set", "[cli]") {
+  unsetenv("SROCE_SOCKET");
+  CHECK(sroce::cli::daemon_socket_path("sroce3") == "/run/sroce/sroce3.sock");
+  setenv("SROCE_SOCKET", "/tmp/x.sock", 1);
+  CHECK(sroce::cli::daemon_socket_path("sroce3") == "/tmp/x.sock");
+  unsetenv("SROCE_SOCKET");
+}
+
+TEST_CASE("statistics larger than one message arrive through a memfd", "[cli]") {
+  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(20000 + (getpid() + 10) % 12000)});
+  REQUIRE(d.ok());
+  AbiClient c;
+  REQUIRE(c.connect(d.socket()) == 0);
+  REQUIRE(c.hello() == 0);
+  uint32_t pd = 0;
+  REQUIRE(c.alloc_pd(&pd) == 0);
+  ClientCq cq;
+  REQUIRE(c.create_cq(16, 0, &cq) == 0);
+  constexpr int kQps = 40;
+  for (int i = 0; i < kQps; ++i) {
+    ClientQp qp;
+    REQUIRE(c.create_qp(pd, cq.handle, cq.handle, IBV_QPT_RC, 4, &qp) == 0);
+  }
+  auto st = sroce::cli::fetch_daemon_stats(d.socket());
+  REQUIRE(st);
+  CHECK(st->dump().size() > SROCE_MAX_MSG);  // so the memfd path was taken
+  CHECK((*st)["qps"].size() == kQps);
+  // The test client's reader agrees.
+  auto text = c.stats();
+  CHECK(nlohmann::json::parse(text)["objects"]["qps"] == kQps);
+}

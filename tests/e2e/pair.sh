@@ -1,0 +1,34 @@
+#!/bin/bash
+# pair.sh STATE_DIR PORT SECONDS SERVER_CMD... -- CLIENT_CMD...
+# Runs an unchanged server/client RDMA program pair across the two hosts of hosts.sh: the
+# server under sroce-run on h1, then (once it listens on TCP PORT) the client on h2, whose
+# command should name the server as 10.77.0.1. Both are bounded by SECONDS. Passes only if
+# both exit 0. Prints both outputs.
+set -u
+here=$(dirname "$(readlink -f "$0")")
+state=$1
+port=$2
+secs=$3
+shift 3
+server=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do server+=("$1"); shift; done
+shift
+tag=$(echo -n "$state" | md5sum | cut -c1-6)
+
+out=$(mktemp -d /tmp/sroce-e2e.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+timeout -k 5 "$secs" "$here/hosts.sh" run "$state" h1 -- "${server[@]}" >"$out/server" 2>&1 &
+spid=$!
+for _ in $(seq 200); do
+  ip netns exec "sre2e-$tag-h1" ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+  sleep 0.05
+done
+timeout -k 5 "$secs" "$here/hosts.sh" run "$state" h2 -- "$@" >"$out/client" 2>&1
+crc=$?
+wait "$spid"
+src=$?
+echo "=== server (h1): ${server[*]} -> $src"
+cat "$out/server"
+echo "=== client (h2): $* -> $crc"
+cat "$out/client"
+[ "$src" -eq 0 ] && [ "$crc" -eq 0 ]

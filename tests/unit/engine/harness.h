@@ -1,0 +1,411 @@
+// Test harness: two engines back to back through an in-test "wire" that can
+// drop, duplicate, hold (reorder) and inspect packets, a fake clock that
+// jumps to the engines' next deadline when the wire is quiet, and a simple
+// MemoryAccess over a std::vector per host.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proto/packet.h"
+#include "sroce/engine/engine.h"
+
+namespace sroce::test {
+
+class VecMemory : public MemoryAccess {
+ public:
+  VecMemory(uint64_t base, size_t size) : base_(base), buf_(size) {}
+  bool read(uint64_t addr, std::span<std::byte> out) override {
+    ++reads;
+    if (fail_reads || !inside(addr, out.size())) return false;
+    if (!out.empty()) std::memcpy(out.data(), &buf_[addr - base_], out.size());
+    return true;
+  }
+  bool write(uint64_t addr, std::span<const std::byte> in) override {
+    ++writes;
+    if (fail_writes || !inside(addr, in.size())) return false;
+    if (!in.empty()) std::memcpy(&buf_[addr - base_], in.data(), in.size());
+    return true;
+  }
+  bool inside(uint64_t addr, size_t n) const {
+    return addr >= base_ && n <= buf_.size() && addr - base_ <= buf_.size() - n;
+  }
+  uint8_t* at(uint64_t addr) { return reinterpret_cast<uint8_t*>(&buf_[addr - base_]); }
+  void fill(uint64_t addr, size_t n, uint32_t seed) {
+    for (size_t i = 0; i < n; ++i)
+      at(addr)[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+  }
+  void zero(uint64_t addr, size_t n) { std::memset(at(addr), 0, n); }
+  bool same(uint64_t a, VecMemory& other, uint64_t b, size_t n) {
+    return std::memcmp(at(a), other.at(b), n) == 0;
+  }
+  uint64_t get64(uint64_t addr) {
+    uint64_t v;
+    std::memcpy(&v, at(addr), 8);
+    return v;
+  }
+  void put64(uint64_t addr, uint64_t v) { std::memcpy(at(addr), &v, 8); }
+  uint64_t base() const { return base_; }
+  size_t size() const { return buf_.size(); }
+
+  bool fail_reads = false;
+  bool fail_writes = false;
+  uint64_t reads = 0, writes = 0;
+
+ private:
+  uint64_t base_;
+  std::vector<std::byte> buf_;
+};
+
+constexpr uint64_t kMemBase = 0x7f0000000000ull;
+constexpr size_t kMemSize = 8u << 20;
+
+struct Host {
+  explicit Host(uint32_t ipv4, uint64_t seed = 1, EngineConfig cfg = {})
+      : gid(Gid::from_ipv4(ipv4)), mem(kMemBase, kMemSize) {
+    cfg.gids = {&gid, 1};
+    cfg.seed = seed;
+    eng = std::make_unique<Engine>(cfg, mem);
+    pd = *eng->alloc_pd();
+    cq = *eng->create_cq(4096);
+    auto k = eng->reg_mr(
+        pd, kMemBase, kMemSize,
+        kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+    REQUIRE(k.ok());
+    mr = *k;
+  }
+  Engine& operator*() { return *eng; }
+  Engine* operator->() { return eng.get(); }
+  const Engine* operator->() const { return eng.get(); }
+
+  std::vector<Wc> poll(Handle c = kNoHandle, int max = 1024) {
+    std::vector<Wc> out(static_cast<size_t>(max));
+    const int n = eng->poll_cq(c == kNoHandle ? cq : c, out);
+    REQUIRE(n >= 0);
+    out.resize(static_cast<size_t>(n));
+    return out;
+  }
+  std::vector<AsyncEvent> events() {
+    std::vector<AsyncEvent> v;
+    while (auto e = eng->poll_async_event()) v.push_back(*e);
+    return v;
+  }
+  uint64_t addr(uint64_t off) const { return kMemBase + off; }
+
+  Gid gid;
+  VecMemory mem;
+  std::unique_ptr<Engine> eng;
+  Handle pd = kNoHandle;
+  Handle cq = kNoHandle;
+  MrKeys mr;
+};
+
+// One packet on the wire, with its parsed header for filters and logs.
+struct WirePkt {
+  int from = 0;  // 0: host a -> b, 1: host b -> a
+  std::vector<std::byte> bytes;
+  PacketMeta meta;
+  uint8_t opcode = 0;  // full opcode (transport bits included)
+  uint32_t psn = 0;
+  Qpn dqpn = 0;
+  bool ack_req = false;
+  uint8_t syndrome = 0;  // AETH, when present
+  uint32_t msn = 0;      // AETH, when present
+  uint32_t payload_len = 0;
+  uint8_t op() const { return opcode & 0x1f; }
+  bool is_nak() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_NAK; }
+  bool is_rnr() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_RNR_NAK; }
+  bool is_ack() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_ACK; }
+};
+
+enum class Verdict { kDeliver, kDrop, kDuplicate, kHold };
+
+class Wire {
+ public:
+  Wire(Host& a, Host& b) : h_{&a, &b} {}
+
+  std::function<Verdict(const WirePkt&)> filter;
+  std::vector<WirePkt> log;   // every packet put on the wire, in order
+  std::vector<WirePkt> held;  // kHold packets, for release()
+  Time now = Time::zero();
+  size_t max_packets = 2'000'000;
+
+  // Delivers packets until both engines have nothing to send at `now`. The
+  // hosts take turns, one packet each, like the two ends of a link.
+  size_t pump() {
+    size_t moved = 0;
+    std::vector<std::byte> buf(Engine::kMaxPacket);
+    for (;;) {
+      bool any = false;
+      for (int i = 0; i < 2; ++i) {
+        if (auto tx = h_[i]->eng->poll_transmit(buf, now)) {
+          any = true;
+          REQUIRE(tx->len <= buf.size());
+          REQUIRE(tx->send_at <= now);
+          WirePkt p = make(i, std::span(buf.data(), tx->len), tx->meta);
+          log.push_back(p);
+          REQUIRE(++moved < max_packets);
+          const Verdict v = filter ? filter(p) : Verdict::kDeliver;
+          if (v == Verdict::kDrop) continue;
+          if (v == Verdict::kHold) {
+            held.push_back(std::move(p));
+            continue;
+          }
+          deliver(p);
+          if (v == Verdict::kDuplicate) deliver(p);
+        }
+      }
+      if (!any) return moved;
+    }
+  }
+
+  void deliver(const WirePkt& p) { h_[1 - p.from]->eng->on_packet(p.bytes, p.meta, now); }
+
+  void release() {
+    auto h = std::move(held);
+    held.clear();
+    for (auto& p : h) deliver(p);
+  }
+
+  Time next_deadline() const {
+    const Time a = h_[0]->eng->next_deadline(), b = h_[1]->eng->next_deadline();
+    return a < b ? a : b;
+  }
+
+  // Pump; when quiet, jump to the next deadline and fire timers; until
+  // `done()` holds or nothing is left to do within `limit` of fake time.
+  bool run_until(const std::function<bool()>& done, Duration limit = Duration::millis(60'000)) {
+    const Time end = now + limit;
+    for (int guard = 0; guard < 10'000'000; ++guard) {
+      pump();
+      if (done()) return true;
+      const Time d = next_deadline();
+      if (d == Time::never() || d > end) return done();
+      if (d > now) now = d;
+      h_[0]->eng->on_timer(now);
+      h_[1]->eng->on_timer(now);
+    }
+    FAIL("run_until: no progress");
+    return false;
+  }
+  void run(Duration limit = Duration::millis(60'000)) {
+    run_until([] { return false; }, limit);
+  }
+
+  size_t count(const std::function<bool(const WirePkt&)>& pred) const {
+    size_t n = 0;
+    for (const auto& p : log) n += pred(p) ? 1 : 0;
+    return n;
+  }
+
+  static WirePkt make(int from, std::span<const std::byte> bytes, const PacketMeta& meta) {
+    WirePkt p;
+    p.from = from;
+    p.bytes.assign(bytes.begin(), bytes.end());
+    p.meta = meta;
+    sroce_pkt pk;
+    REQUIRE(sroce_parse(reinterpret_cast<const uint8_t*>(p.bytes.data()), p.bytes.size(), &pk) ==
+            SROCE_PARSE_OK);
+    p.opcode = pk.bth.opcode;
+    p.psn = pk.bth.psn;
+    p.dqpn = pk.bth.dqpn;
+    p.ack_req = pk.bth.ack_req;
+    p.payload_len = pk.payload_len;
+    if (pk.op->flags & SROCE_HAS_AETH) {
+      p.syndrome = pk.aeth.syndrome;
+      p.msn = pk.aeth.msn;
+    }
+    return p;
+  }
+
+ private:
+  Host* h_[2];
+};
+
+// ------------------------------------------------------------------ QPs
+struct QpOpts {
+  QpType type = QpType::kRc;
+  uint32_t max_send_wr = 256;
+  uint32_t max_recv_wr = 256;
+  uint32_t max_send_sge = 4;
+  uint32_t max_recv_sge = 4;
+  uint32_t max_inline = 64;
+  Handle srq = kNoHandle;
+  bool sig_all = false;
+};
+
+inline Qpn make_qp(Host& h, const QpOpts& o = {}) {
+  QpInitAttr a;
+  a.qp_type = o.type;
+  a.send_cq = a.recv_cq = h.cq;
+  a.srq = o.srq;
+  a.cap = {o.max_send_wr, o.max_recv_wr, o.max_send_sge, o.max_recv_sge, o.max_inline};
+  a.sq_sig_all = o.sig_all;
+  auto r = h->create_qp(h.pd, a);
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+  return *r;
+}
+
+struct ConnOpts {
+  Mtu mtu = Mtu::k1024;
+  uint32_t sq_psn = 100;  // ours
+  uint32_t rq_psn = 100;  // the peer's sq_psn
+  uint8_t timeout = 14;   // 4.096 us * 2^14 = 67 ms
+  uint8_t retry_cnt = 7;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_timer = 1;  // 10 us
+  uint8_t max_rd_atomic = 16;
+  uint8_t max_dest_rd_atomic = 16;
+  uint32_t access = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  uint32_t qkey = 0x11111111;
+};
+
+inline void to_init(Host& h, Qpn q, QpType t, const ConnOpts& o = {}) {
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.pkey_index = 0;
+  a.port_num = 1;
+  uint32_t mask = kQpState | kQpPkeyIndex | kQpPort;
+  if (t == QpType::kUd) {
+    a.qkey = o.qkey;
+    mask |= kQpQkey;
+  } else {
+    a.qp_access_flags = o.access;
+    mask |= kQpAccessFlags;
+  }
+  auto r = h->modify_qp(q, a, mask, Time::zero());
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+}
+
+inline void to_rtr(Host& h, Qpn q, QpType t, const Host& peer, Qpn peer_qpn,
+                   const ConnOpts& o = {}) {
+  QpAttr a;
+  a.qp_state = QpState::kRtr;
+  uint32_t mask = kQpState;
+  if (t != QpType::kUd) {
+    a.ah_attr.dgid = peer.gid;
+    a.path_mtu = o.mtu;
+    a.dest_qp_num = peer_qpn;
+    a.rq_psn = o.rq_psn;
+    mask |= kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
+    if (t == QpType::kRc) {
+      a.max_dest_rd_atomic = o.max_dest_rd_atomic;
+      a.min_rnr_timer = o.min_rnr_timer;
+      mask |= kQpMaxDestRdAtomic | kQpMinRnrTimer;
+    }
+  }
+  auto r = h->modify_qp(q, a, mask, Time::zero());
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+}
+
+inline void to_rts(Host& h, Qpn q, QpType t, const ConnOpts& o = {}) {
+  QpAttr a;
+  a.qp_state = QpState::kRts;
+  a.sq_psn = o.sq_psn;
+  uint32_t mask = kQpState | kQpSqPsn;
+  if (t == QpType::kRc) {
+    a.timeout = o.timeout;
+    a.retry_cnt = o.retry_cnt;
+    a.rnr_retry = o.rnr_retry;
+    a.max_rd_atomic = o.max_rd_atomic;
+    mask |= kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
+  }
+  auto r = h->modify_qp(q, a, mask, Time::zero());
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+}
+
+inline void connect(Host& h, Qpn q, QpType t, const Host& peer, Qpn peer_qpn,
+                    const ConnOpts& o = {}) {
+  to_init(h, q, t, o);
+  to_rtr(h, q, t, peer, peer_qpn, o);
+  to_rts(h, q, t, o);
+}
+
+// Two hosts, one connected QP each, and the wire between them.
+struct Pair {
+  explicit Pair(const QpOpts& qo = {}, ConnOpts co = {}, ConnOpts co_b = {}, EngineConfig cfg = {})
+      : a(0x0a000001, 11, cfg), b(0x0a000002, 22, cfg), w(a, b) {
+    qa = make_qp(a, qo);
+    qb = make_qp(b, qo);
+    co_b.sq_psn = co.rq_psn;
+    co_b.rq_psn = co.sq_psn;
+    if (co_b.mtu != co.mtu) co_b.mtu = co.mtu;
+    connect(a, qa, qo.type, b, qb, co);
+    connect(b, qb, qo.type, a, qa, co_b);
+  }
+  Host a, b;
+  Wire w;
+  Qpn qa = 0, qb = 0;
+};
+
+// ------------------------------------------------------------------ posting
+inline int post(Host& h, Qpn q, WrOpcode op, std::vector<Sge> sgl, uint64_t wr_id,
+                uint32_t flags = kSendSignaled, uint64_t raddr = 0, uint32_t rkey = 0,
+                uint32_t imm = 0) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.send_flags = flags;
+  wr.sgl = sgl;
+  wr.imm_data = imm;
+  wr.invalidate_rkey = imm;
+  wr.rdma.remote_addr = raddr;
+  wr.rdma.rkey = rkey;
+  return h->post_send(q, wr, Time::zero());
+}
+
+inline int post_atomic(Host& h, Qpn q, WrOpcode op, Sge local, uint64_t wr_id, uint64_t raddr,
+                       uint32_t rkey, uint64_t compare_add, uint64_t swap,
+                       uint32_t flags = kSendSignaled) {
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.send_flags = flags;
+  wr.sgl = std::span<const Sge>(&local, 1);
+  wr.atomic.remote_addr = raddr;
+  wr.atomic.rkey = rkey;
+  wr.atomic.compare_add = compare_add;
+  wr.atomic.swap = swap;
+  return h->post_send(q, wr, Time::zero());
+}
+
+inline int post_recv(Host& h, Qpn q, std::vector<Sge> sgl, uint64_t wr_id) {
+  RecvWr wr;
+  wr.wr_id = wr_id;
+  wr.sgl = sgl;
+  return h->post_recv(q, wr);
+}
+
+inline Sge sge(const Host& h, uint64_t off, uint32_t len) {
+  return Sge{h.addr(off), len, h.mr.lkey};
+}
+
+// Waits (in fake time) for `n` completions on a host's CQ.
+inline std::vector<Wc> wait_wc(Wire& w, Host& h, size_t n,
+                               Duration limit = Duration::millis(60'000)) {
+  std::vector<Wc> got;
+  w.run_until(
+      [&] {
+        auto v = h.poll();
+        got.insert(got.end(), v.begin(), v.end());
+        return got.size() >= n;
+      },
+      limit);
+  return got;
+}
+
+inline std::string wc_str(const Wc& wc) {
+  return "wr_id=" + std::to_string(wc.wr_id) + " status=" + to_string(wc.status) +
+         " opcode=" + std::to_string(static_cast<int>(wc.opcode)) +
+         " len=" + std::to_string(wc.byte_len);
+}
+
+}  // namespace sroce::test

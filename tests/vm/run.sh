@@ -1,0 +1,78 @@
+#!/bin/sh
+# The VM test of rdma_sroce.ko (ctest: vm_kmod, label vm):
+#   tests/vm/run.sh OUTDIR [FILE[=DEST]]...
+# (the test programs go to /test/bin: kverbs, kmock, kmad)
+# Builds the module (kmod/build.sh), fetches Debian's kernel (kernel.sh,
+# cached in build/vm/cache of the source tree, or $SROCE_VM_CACHE), builds
+# the initramfs, boots it under qemu (TCG, 2 CPUs, 1 GiB) and judges the
+# result: every check passed, the VM finished, and the kernel log has no
+# oops, BUG, WARNING, lockdep or leak report.
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=$1
+shift
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+kver=$("$src/kmod/kver.sh")
+cache=${SROCE_VM_CACHE:-$src/build/vm/cache}
+timeout_s=${SROCE_VM_TIMEOUT:-280}
+
+echo "vm: kernel $kver"
+"$src/kmod/build.sh" "$out/kmod" "$kver" >"$out/kmod-build.log" 2>&1 || {
+	cat "$out/kmod-build.log"
+	echo "vm: FAIL: module build"
+	exit 1
+}
+if grep -E "warning:|error:" "$out/kmod-build.log"; then
+	echo "vm: FAIL: the module build has warnings"
+	exit 1
+fi
+kroot=$("$src/tests/vm/kernel.sh" "$cache" "$kver")
+
+# Optional unchanged tools: only what exists on this machine.
+extra=""
+for f in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo; do
+	[ -x "$f" ] && extra="$extra $f"
+done
+# shellcheck disable=SC2086
+"$src/tests/vm/mkinitramfs.sh" "$out/initramfs.cpio.gz" "$kroot" "$kver" \
+	"$out/kmod/rdma_sroce.ko" $extra "$@"
+
+log="$out/console.log"
+echo "vm: booting (log: $log)"
+start=$(date +%s)
+set +e
+timeout "$timeout_s" qemu-system-x86_64 -accel tcg -smp 2 -m 1G -nographic -no-reboot \
+	-kernel "$kroot/boot/vmlinuz-$kver" -initrd "$out/initramfs.cpio.gz" \
+	-append "console=ttyS0 quiet panic=-1 oops=panic" \
+	-netdev user,id=n0 -device virtio-net-pci,netdev=n0 \
+	</dev/null >"$log" 2>&1
+qrc=$?
+set -e
+end=$(date +%s)
+tr -d '\r' <"$log" >"$log.txt"
+# The test's own lines (the console starts with terminal escapes).
+sed -n '/SROCE_VM_BOOTED/,/^SROCE_VM_DMESG_BEGIN/p' "$log.txt" | sed '/^SROCE_VM_DMESG_BEGIN/d' || true
+echo "vm: qemu exited $qrc after $((end - start)) s"
+
+ok=1
+if ! grep -q '^SROCE_VM_DONE rc=0' "$log.txt"; then
+	echo "vm: FAIL: the VM did not finish cleanly:"
+	grep '^SROCE_VM_DONE' "$log.txt" || tail -n 40 "$log.txt"
+	ok=0
+fi
+# The kernel log the VM printed at the end, and any kernel line the
+# console got before (an oops with oops=panic never reaches the end).
+{
+	sed -n '/^SROCE_VM_DMESG_BEGIN/,/^SROCE_VM_DMESG_END/p' "$log.txt"
+	grep -E '^\[ *[0-9]+\.[0-9]+\]' "$log.txt" || true
+} >"$out/dmesg.txt"
+# Kernel reports that fail the test wherever they come from.
+bad='Oops|BUG:|WARNING:|Call Trace|general protection|kernel BUG|UBSAN|KASAN|refcount_t|list_add corruption|list_del corruption|soft lockup|hung_task|blocked for more than|rdma_sroce: leak|leaked|Kernel panic'
+if grep -E "$bad" "$out/dmesg.txt" >"$out/dmesg.bad"; then
+	echo "vm: FAIL: the kernel log has reports:"
+	cat "$out/dmesg.bad"
+	ok=0
+fi
+[ "$ok" = 1 ] && echo "vm: PASS ($(grep '^SUMMARY' "$log.txt"))"
+[ "$ok" = 1 ]

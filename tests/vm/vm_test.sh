@@ -1,0 +1,216 @@
+#!/bin/sh
+# The kernel module tests, inside the VM (busybox sh, as root). Prints one
+# "PASS ..." or "FAIL ..." line per check and a summary; exits 1 on any
+# failure. The host (run.sh) also scans the kernel log printed after this.
+#
+# kverbs plays libsroce's kernel path, kmock sroced's (see their headers);
+# the unchanged rdma-core tools run where they need no transport.
+set -u
+fails=0
+checks=0
+T0=$(cut -d. -f1 /proc/uptime)
+pass() { checks=$((checks + 1)); echo "PASS $*"; }
+fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
+expect() { d=$1; shift; if "$@" >/tmp/out 2>&1; then pass "$d"; else fail "$d"; sed 's/^/    /' /tmp/out; fi; }
+expect_fail() { d=$1; shift; if "$@" >/tmp/out 2>&1; then fail "$d"; cat /tmp/out; else pass "$d"; fi; }
+# A program that prints PASS/FAIL lines itself: fold them into ours.
+run_checks() {
+	"$@" >/tmp/out 2>&1
+	rc=$?
+	cat /tmp/out
+	p=$(grep -c '^PASS' /tmp/out)
+	f=$(grep -c '^FAIL' /tmp/out)
+	checks=$((checks + p + f))
+	fails=$((fails + f))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail "$* exited $rc"; fi
+}
+port_state() { cat /sys/class/infiniband/"$1"/ports/1/state 2>/dev/null; }
+wait_for() { # seconds, then a command
+	n=$(($1 * 10)); shift
+	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
+	return 1
+}
+start_kmock() { # args...; sets KMOCK
+	rm -f /tmp/kmock.ready
+	kmock --ready /tmp/kmock.ready "$@" >/tmp/kmock.out 2>&1 &
+	KMOCK=$!
+	wait_for 10 test -e /tmp/kmock.ready || fail "kmock $* did not start: $(cat /tmp/kmock.out)"
+}
+stop_kmock() {
+	kill -TERM "$KMOCK" 2>/dev/null
+	wait "$KMOCK" 2>/dev/null
+	cat /tmp/kmock.out
+}
+# busybox's applets win over PATH in its shell: name iproute2 explicitly.
+IP=/usr/sbin/ip
+[ -x "$IP" ] || IP="busybox ip"
+summary_field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" /tmp/kmock.out | tail -n1; }
+
+echo "== modules"
+for m in virtio_pci virtio_net veth ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm; do
+	modprobe "$m" || fail "modprobe $m"
+done
+expect "modprobe rdma_sroce" modprobe rdma_sroce call_timeout_ms=2000
+$IP link set lo up
+$IP link set eth0 up
+$IP addr add 10.0.2.15/24 dev eth0
+$IP -6 addr add fd00::15/64 dev eth0 nodad
+
+echo "== device"
+expect "rdma link add sroce0 type sroce netdev eth0" rdma link add sroce0 type sroce netdev eth0
+expect "rdma link shows sroce0 on eth0" sh -c 'rdma link show | grep -q "sroce0/1 .*netdev eth0"'
+expect "sysfs: device/net/eth0 (the netdev's parent is ours)" test -e /sys/class/infiniband/sroce0/device/net/eth0
+expect "node GUID is eth0's EUI-64 (IBA 4.1.1)" sh -c '
+	mac=$(tr -d : </sys/class/net/eth0/address)
+	first=$(printf "%02x" $((0x$(echo "$mac" | cut -c1-2) ^ 2)))
+	want="$first$(echo "$mac" | cut -c3-6)fffe$(echo "$mac" | cut -c7-12)"
+	[ "$(tr -d : </sys/class/infiniband/sroce0/node_guid)" = "$want" ]'
+expect "GID table: ::ffff:10.0.2.15 as RoCE v2" sh -c '
+	for g in /sys/class/infiniband/sroce0/ports/1/gids/*; do
+		i=${g##*/}
+		if grep -q "0000:0000:0000:0000:0000:ffff:0a00:020f" "$g"; then
+			grep -q "RoCE v2" /sys/class/infiniband/sroce0/ports/1/gid_attrs/types/$i && exit 0
+		fi
+	done; exit 1'
+expect "GID table follows addresses: fd00::15 appears" wait_for 5 grep -rq "fd00:0000:0000:0000:0000:0000:0000:0015" /sys/class/infiniband/sroce0/ports/1/gids/
+$IP -6 addr del fd00::15/64 dev eth0
+expect "... and goes with the address" wait_for 5 sh -c '! grep -rq "fd00:0000:0000:0000:0000:0000:0000:0015" /sys/class/infiniband/sroce0/ports/1/gids/'
+expect "link layer Ethernet" grep -q Ethernet /sys/class/infiniband/sroce0/ports/1/link_layer
+[ "$(port_state sroce0)" = "1: DOWN" ] && pass "port DOWN without sroced" || fail "port state without sroced: $(port_state sroce0)"
+expect "uverbs device node" sh -c 'ls /dev/infiniband/ | grep -q uverbs'
+expect "rdma_cm device node" test -c /dev/infiniband/rdma_cm
+expect_fail "second sroce device on the same netdev refused" rdma link add sroceX type sroce netdev eth0
+if command -v ibv_devices >/dev/null; then
+	expect "ibv_devices lists sroce0 (libsroce matched the kernel device)" sh -c 'ibv_devices | grep -q sroce0'
+fi
+
+if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
+	# Today's libsroce opens the kernel-discovered device through sroced's
+	# socket (its socket path); no sroce-run needed for discovery. Once
+	# libsroce has its kernel path this needs sroced's kernel path too.
+	echo "== unchanged programs on the real device, objects through sroced's socket"
+	mkdir -p /run/sroce
+	sroced --netdev eth0 --log-level warn >/tmp/sroced.out 2>&1 &
+	SROCED=$!
+	wait_for 10 test -S /run/sroce/sroce0.sock || { fail "sroced did not start"; cat /tmp/sroced.out; }
+	expect "ibv_devinfo -d sroce0 (PORT_ACTIVE)" sh -c 'ibv_devinfo -d sroce0 | tee /tmp/devinfo | grep -q PORT_ACTIVE'
+	grep -E "hca_id|node_guid|state|active_mtu|link_layer" /tmp/devinfo | sed 's/^/    /'
+	# Data verbs need the provider's kernel path: libibverbs asks the kernel
+	# for GIDs (ibv_query_gid), and this provider made no kernel context.
+	kill -TERM "$SROCED"
+	wait "$SROCED"
+fi
+
+echo "== without sroced"
+run_checks kverbs nodaemon
+
+echo "== channel misuse"
+run_checks kmock --faults sroce0
+
+echo "== objects through uverbs, mirrored to the daemon"
+start_kmock --dev sroce0 --log /tmp/kmock.log
+[ "$(port_state sroce0)" = "4: ACTIVE" ] && pass "port ACTIVE once sroced attached" || fail "port state with sroced: $(port_state sroce0)"
+run_checks kverbs objects
+run_checks kverbs faults
+run_checks kverbs exit-live
+stop_kmock
+[ "$(summary_field closes)" = 3 ] && pass "daemon saw 3 context closes" || fail "context closes: $(summary_field closes)"
+[ "$(summary_field left_at_close)" = 0 ] && pass "every object destroyed before its context closed" ||
+	fail "objects left at close: $(summary_field left_at_close)"
+[ "$(summary_field mr_checked)" -ge 2 ] && pass "daemon read MR bytes through its mapping" || fail "mr_checked $(summary_field mr_checked)"
+[ "$(summary_field ro_refused)" -ge 1 ] && [ "$(summary_field ro_violations)" = 0 ] &&
+	pass "read-only MR: a writable daemon mapping is refused (EACCES)" ||
+	fail "read-only MR mappings: refused $(summary_field ro_refused), violations $(summary_field ro_violations)"
+[ "$(summary_field doorbells)" -ge 2 ] && pass "doorbells reached the daemon's eventfd" || fail "doorbells $(summary_field doorbells)"
+[ "$(summary_field events)" -ge 2 ] && pass "completion/async events sent" || fail "events $(summary_field events)"
+[ "$(summary_field gids)" -ge 1 ] && pass "GID table mirrored at attach" || fail "gids $(summary_field gids)"
+wait_for 5 sh -c '[ "$(cat /sys/class/infiniband/sroce0/ports/1/state)" = "1: DOWN" ]' &&
+	pass "port DOWN after sroced left" || fail "port state after sroced left: $(port_state sroce0)"
+
+echo "== four programs at once"
+start_kmock --dev sroce0
+for i in 1 2 3 4; do kverbs objects >/tmp/par.$i 2>&1 & done
+wait_pids_ok=1
+for j in $(jobs -p); do [ "$j" = "$KMOCK" ] && continue; wait "$j" || wait_pids_ok=0; done
+n=$(cat /tmp/par.* | grep -c '^RESULT objects .* 0 failures')
+[ "$n" = 4 ] && [ "$wait_pids_ok" = 1 ] && pass "4 concurrent kverbs objects passed" ||
+	{ fail "concurrent kverbs objects: $n of 4"; grep -h '^FAIL' /tmp/par.*; }
+stop_kmock >/dev/null
+[ "$(summary_field left_at_close)" = 0 ] && pass "concurrent: nothing left at close" || fail "concurrent left_at_close"
+
+echo "== sroced dies under a sleeping program"
+rm -f /tmp/kverbs.ready
+start_kmock --dev sroce0
+kverbs death >/tmp/death.out 2>&1 &
+KV=$!
+wait_for 10 test -e /tmp/kverbs.ready || fail "kverbs death did not get ready"
+kill -KILL "$KMOCK"
+wait "$KMOCK" 2>/dev/null
+wait "$KV"
+rc=$?
+cat /tmp/death.out
+p=$(grep -c '^PASS' /tmp/death.out); f=$(grep -c '^FAIL' /tmp/death.out)
+checks=$((checks + p + f)); fails=$((fails + f))
+[ "$rc" = 0 ] || [ "$f" -gt 0 ] || fail "kverbs death exited $rc"
+
+echo "== sroced hangs"
+start_kmock --dev sroce0 --hang
+run_checks kverbs timeout sroce0 2
+run_checks kverbs killwait
+stop_kmock >/dev/null
+
+echo "== device removal under an attached daemon"
+start_kmock --dev sroce0
+expect "rdma link delete sroce0" rdma link delete sroce0
+expect "daemon sees the channel hang up and exits" wait_for 5 sh -c "! kill -0 $KMOCK"
+wait "$KMOCK" 2>/dev/null
+expect "sroce0 gone from sysfs" sh -c '! test -e /sys/class/infiniband/sroce0'
+
+echo "== the netdev goes away"
+$IP link add veth0 type veth peer name veth1
+$IP link set veth0 up
+$IP link set veth1 up
+expect "rdma link add sroce1 on veth0" rdma link add sroce1 type sroce netdev veth0
+expect "veth has no parent device: still registers" test -e /sys/class/infiniband/sroce1
+$IP link del veth0
+expect "sroce1 unregistered with its netdev" wait_for 10 sh -c '! test -e /sys/class/infiniband/sroce1'
+expect "rdma link add sroce0 again" rdma link add sroce0 type sroce netdev eth0
+
+echo "== GSI: MADs of QP1 carried by the daemon between two hosts"
+# Two "hosts": network namespaces joined by a veth pair, a device each.
+$IP netns add h1 && $IP netns add h2 || fail "ip netns add"
+$IP link add veth2 type veth peer name veth3
+$IP link set veth2 netns h1
+$IP link set veth3 netns h2
+$IP -n h1 addr add 10.1.0.1/24 dev veth2
+$IP -n h2 addr add 10.1.0.2/24 dev veth3
+$IP -n h1 link set veth2 up
+$IP -n h2 link set veth3 up
+$IP -n h1 link set lo up
+$IP -n h2 link set lo up
+$IP -n h1 -6 addr add fd01::1/64 dev veth2 nodad
+$IP -n h2 -6 addr add fd01::2/64 dev veth3 nodad
+expect "rdma link add sroce1 in h1" $IP netns exec h1 rdma link add sroce1 type sroce netdev veth2
+expect "rdma link add sroce2 in h2" $IP netns exec h2 rdma link add sroce2 type sroce netdev veth3
+start_kmock --dev sroce1 --dev sroce2 --wire
+wait_for 5 sh -c 'grep -q "ffff:0a01:0002" /sys/class/infiniband/sroce2/ports/1/gids/*'
+wait_for 5 sh -c 'grep -q "^fd01" /sys/class/infiniband/sroce2/ports/1/gids/*'
+run_checks kmad sroce1 sroce2 v4
+run_checks kmad sroce1 sroce2 v6
+stop_kmock
+[ "$(summary_field gsi_out)" -ge 4 ] && pass "daemon carried the MADs ($(summary_field gsi_out))" ||
+	fail "gsi_out $(summary_field gsi_out)"
+expect "rdma link delete sroce1" rdma link delete sroce1
+expect "rdma link delete sroce2" rdma link delete sroce2
+$IP netns del h1
+$IP netns del h2
+
+echo "== unload"
+expect "rdma link delete sroce0" rdma link delete sroce0
+expect "rmmod rdma_sroce" rmmod rdma_sroce
+expect "module reported clean unload" sh -c 'dmesg | grep -q "rdma_sroce: unloaded"'
+expect_fail "no leak reported by the module" sh -c 'dmesg | grep -q "rdma_sroce: leak"'
+
+T1=$(cut -d. -f1 /proc/uptime)
+echo "SUMMARY vm_test: $checks checks, $fails failures, $((T1 - T0)) s"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,113 @@
+// sroced configuration: the TOML file (/etc/sroce/sroced.toml by default),
+// then `--set key=value` and the dedicated command-line overrides on top.
+//
+// Every key is documented in packaging/sroced.toml and docs/sroced.md. Every
+// value is validated when loaded; an error names the key, says what was
+// expected and what was found, so the daemon never starts half-configured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sroce/engine/result.h"
+
+namespace sroce::daemon {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/sroce/sroced.toml";
+
+struct Config {
+  struct Device {
+    std::string name = "sroce0";  // the RDMA device name applications see
+    std::string netdev;           // interface whose addresses are the GIDs; "" = auto
+    std::vector<std::string> addresses;  // explicit IPv4 GIDs; [] = the netdev's addresses
+  } device;
+
+  struct Control {
+    std::string socket;  // "" = SROCE_RUN_DIR/<device.name>.sock
+    uint32_t socket_mode = 0660;
+    bool allow_root = true;
+    bool allow_same_uid = true;  // the daemon's own uid
+    std::vector<uint32_t> allow_uids;
+    std::vector<uint32_t> allow_gids;
+    uint32_t max_contexts = 256;
+    uint32_t max_objects_per_context = 16384;
+  } control;
+
+  struct Datapath {
+    std::string kind = "udp";
+    uint16_t port = 4791;        // RoCEv2 well-known port (Annex A17.2.1)
+    bool gso = true;             // UDP_SEGMENT on send
+    bool gro = true;             // UDP_GRO on receive
+    uint32_t batch = 64;         // packets per rx/tx burst
+    uint32_t rx_buffers = 16;    // receives kept posted in io_uring
+    uint32_t rx_buffer_bytes = 65536;
+    uint32_t tx_slots = 64;      // GSO send buffers in flight
+    uint32_t uring_entries = 256;
+    uint32_t max_tx_ports = 1024;  // distinct lane source ports (one socket each)
+    uint32_t sndbuf = 4u << 20;
+    uint32_t rcvbuf = 8u << 20;
+    uint32_t busy_poll_us = 50;  // keep polling this long after the last work before sleeping
+  } datapath;
+
+  // [dpdk]: the poll-mode datapath, used when datapath.kind = "dpdk"
+  // (docs/dpdk.md). Only read by dpdk-pmd/; validated whatever the kind.
+  struct Dpdk {
+    // "af_xdp" / "af_packet": that virtual device on device.netdev;
+    // "": the PCI port(s) EAL probes (bound to vfio-pci); else a --vdev string.
+    std::string vdev = "af_xdp";
+    uint32_t port = 0;             // ethdev port id
+    uint32_t queues = 1;           // rx/tx queue pairs, all polled by the one lcore
+    std::string lcores;            // "" = the loop is not pinned; "N" = pinned to CPU N
+    bool huge_pages = false;       // false: --no-huge (anonymous memory)
+    uint32_t memory_mb = 256;      // EAL -m
+    uint32_t mbufs = 8191;         // mbuf pool size (rx rings + tx in flight + parked)
+    uint32_t mbuf_cache = 256;     // per-lcore mempool cache
+    uint32_t mbuf_data_room = 0;   // 0 = sized for the PMD (af_xdp: one page per mbuf)
+    uint32_t rx_desc = 1024;
+    uint32_t tx_desc = 1024;
+    std::string xdp_prog;          // af_xdp: "" = sroce's steering program, "none" = the PMD's own
+    uint32_t sleep_poll_us = 0;    // 0 = never sleep (a busy core); else look every N us when idle
+    uint32_t max_tx_ports = 1024;  // distinct lane source ports counted
+    std::vector<std::string> static_neighbours;  // "10.0.0.2=02:00:00:00:00:02" (no kernel netdev)
+    std::vector<std::string> eal_args;           // appended to the EAL command line
+  } dpdk;
+
+  struct Engine {
+    uint32_t max_qps = 1024;
+    uint32_t max_cqs = 1024;
+    uint32_t max_mrs = 4096;
+    uint32_t max_pds = 1024;
+    uint32_t max_srqs = 256;
+    uint32_t max_ahs = 4096;
+    uint32_t max_cqe = 65536;
+    uint32_t max_qp_wr = 16384;
+    uint32_t max_sge = 32;
+    uint32_t max_inline_data = 256;
+    uint32_t max_rd_atomic = 16;
+    uint64_t seed = 0;  // 0 = random at start
+  } engine;
+
+  struct Log {
+    std::string level = "info";
+  } log;
+
+  // The control socket path after defaults are applied.
+  std::string socket_path() const;
+};
+
+// Parses and validates TOML text. `source` names the file in messages.
+// `sets` are "key=value" overrides (value in TOML syntax, e.g.
+// datapath.batch=32 or log.level="debug"), applied before validation.
+Result<Config> parse_config(std::string_view toml_text, std::string_view source,
+                            const std::vector<std::string>& sets = {});
+
+// Reads `path`; a missing file is an error only when `required`.
+Result<Config> load_config(const std::string& path, bool required,
+                           const std::vector<std::string>& sets = {});
+
+// Re-checks cross-key rules after command-line overrides changed fields.
+Result<void> validate(const Config& cfg);
+
+}  // namespace sroce::daemon

@@ -1,0 +1,399 @@
+// sroced setup and the datapath loop.
+#include "daemon.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "udp_datapath.h"
+#ifdef SROCE_HAVE_DPDK
+#include "sroce/dpdk/dpdk_datapath.h"
+#endif
+
+namespace sroce::daemon {
+
+namespace {
+
+constexpr uint64_t kKeyListen = 0xffff'ffff'0000'0001ull;
+constexpr uint64_t kKeySignal = 0xffff'ffff'0000'0002ull;
+constexpr uint64_t kKeyDatapath = 0xffff'ffff'0000'0003ull;
+
+std::string ipv4_str(uint32_t host_order) {
+  in_addr a{htonl(host_order)};
+  char b[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a, b, sizeof b);
+  return b;
+}
+
+uint32_t netdev_mtu(const std::string& dev) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq ifr{};
+  snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", dev.c_str());
+  uint32_t mtu = 1500;
+  if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0) mtu = static_cast<uint32_t>(ifr.ifr_mtu);
+  if (fd >= 0) close(fd);
+  return mtu;
+}
+
+}  // namespace
+
+Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {}
+
+Daemon::~Daemon() {
+  svc_.reset();
+  dp_.reset();
+  engine_.reset();
+  if (sigfd_ >= 0) close(sigfd_);
+  if (epfd_ >= 0) close(epfd_);
+}
+
+Time Daemon::now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return Time{(int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec) * 1000};
+}
+
+void Daemon::watch(int fd, uint64_t key) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.u64 = key;
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void Daemon::unwatch(int fd) { epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr); }
+
+Result<void> Daemon::start() {
+  // GIDs: the configured addresses, else every IPv4 address of the netdev
+  // (one RoCE v2 GID each, IPv4-mapped), else of the first interface that is
+  // up, not loopback and has one.
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return Error{errno, fmt::format("getifaddrs: {}", strerror(errno))};
+  if (cfg_.device.addresses.empty()) {
+    std::string dev = cfg_.device.netdev;
+    for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+      if (dev.empty() && (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))) continue;
+      if (!dev.empty() && dev != i->ifa_name) continue;
+      if (dev.empty()) dev = i->ifa_name;
+      addrs_.push_back(ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr));
+    }
+    netdev_ = dev;
+  } else {
+    for (const auto& s : cfg_.device.addresses) {
+      in_addr a{};
+      inet_pton(AF_INET, s.c_str(), &a);
+      addrs_.push_back(ntohl(a.s_addr));
+    }
+    netdev_ = cfg_.device.netdev;
+  }
+  freeifaddrs(ifs);
+  if (addrs_.empty()) {
+    if (cfg_.device.netdev.empty())
+      return Error{ENODEV, "no interface is up with an IPv4 address (set device.netdev or device.addresses)"};
+    return Error{ENODEV, fmt::format("device.netdev: interface \"{}\" has no IPv4 address", cfg_.device.netdev)};
+  }
+  for (uint32_t a : addrs_) gids_.push_back(Gid::from_ipv4(a));
+  if (!netdev_.empty()) mtu_ = netdev_mtu(netdev_);
+
+  // The datapath first: it may carry less than the interface MTU (the DPDK
+  // backend's mbufs), and the engine's port MTU must respect that.
+  if (cfg_.datapath.kind == "dpdk") {
+#ifdef SROCE_HAVE_DPDK
+    auto dp = dpdk::create_datapath(cfg_, netdev_, addrs_);
+    if (!dp) return dp.error();
+    dp_ = std::move(*dp);
+#else
+    return Error{EINVAL, "datapath.kind: \"dpdk\" is not built into this sroced (docs/dpdk.md)"};
+#endif
+  } else {
+    auto dp = UdpDatapath::create(cfg_.datapath, addrs_);
+    if (!dp) return dp.error();
+    dp_ = std::move(*dp);
+  }
+  rx_.resize(cfg_.datapath.batch);
+  const uint32_t dp_limit = dp_->mtu_limit();
+  if (dp_limit != 0 && dp_limit < mtu_) mtu_ = dp_limit;
+
+  uint64_t seed = cfg_.engine.seed;
+  if (seed == 0) seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
+  EngineConfig ec;
+  ec.gids = gids_;
+  ec.max_qps = cfg_.engine.max_qps;
+  ec.max_cqs = cfg_.engine.max_cqs;
+  ec.max_mrs = cfg_.engine.max_mrs;
+  ec.max_pds = cfg_.engine.max_pds;
+  ec.max_srqs = cfg_.engine.max_srqs;
+  ec.max_ahs = cfg_.engine.max_ahs;
+  ec.max_cqe = cfg_.engine.max_cqe;
+  ec.max_qp_wr = cfg_.engine.max_qp_wr;
+  ec.max_sge = cfg_.engine.max_sge;
+  ec.max_inline_data = cfg_.engine.max_inline_data;
+  ec.max_rd_atomic = cfg_.engine.max_rd_atomic;
+  ec.seed = seed;
+  if (dp_limit != 0) {
+    // The largest IB MTU whose packets fit (the rule of QUERY_PORT's
+    // active_mtu, service_control.cc), so UD messages and path MTUs stay
+    // within what the datapath's buffers hold.
+    ec.port_mtu = Mtu::k256;
+    for (Mtu m : {Mtu::k4096, Mtu::k2048, Mtu::k1024, Mtu::k512}) {
+      if (mtu_bytes(m) + 72 <= mtu_) {
+        ec.port_mtu = m;
+        break;
+      }
+    }
+  }
+  mem_ = std::make_unique<ProcessMemory>(cfg_.control.max_contexts);
+  engine_ = std::make_unique<Engine>(ec, *mem_);
+
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) return Error{errno, fmt::format("epoll_create1: {}", strerror(errno))};
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  sigfd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sigfd_ < 0) return Error{errno, fmt::format("signalfd: {}", strerror(errno))};
+  watch(sigfd_, kKeySignal);
+  watch(dp_->wait_fd(), kKeyDatapath);
+
+  ServiceEnv env;
+  env.engine = engine_.get();
+  env.memory = mem_.get();
+  env.config = &cfg_;
+  env.gids = gids_;
+  env.netdev_mtu = mtu_;
+  env.netdev = netdev_;
+  // A stable node GUID from the first address (EUI-64 style, locally administered).
+  env.node_guid = (0x02ull << 56) | (uint64_t{addrs_[0]} << 8) | 0xfe;
+  env.watch = [this](int fd, uint64_t k) { watch(fd, k); };
+  env.unwatch = [this](int fd) { unwatch(fd); };
+  env.stats_json = [this](uint32_t what) { return stats_json(what); };
+  svc_ = std::make_unique<Service>(std::move(env));
+  auto l = svc_->listen();
+  if (!l) return l;
+  watch(svc_->listen_fd(), kKeyListen);
+
+  std::vector<std::string> a;
+  for (uint32_t x : addrs_) a.push_back(ipv4_str(x));
+  spdlog::info("sroced: device {} on {} (mtu {}), GIDs [{}], udp port {}, socket {}", cfg_.device.name,
+               netdev_.empty() ? "-" : netdev_, mtu_, fmt::join(a, ", "), cfg_.datapath.port, cfg_.socket_path());
+  started_ = now();
+  return {};
+}
+
+// Handles ready fds; returns true if any were ready. timeout_ns < 0 blocks.
+bool Daemon::handle_events(int timeout_ns) {
+  epoll_event evs[32];
+  timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+  int n = epoll_pwait2(epfd_, evs, 32, timeout_ns < 0 ? nullptr : &ts, nullptr);
+  if (n <= 0) return false;
+  Time t = now();
+  for (int i = 0; i < n; ++i) {
+    uint64_t k = evs[i].data.u64;
+    if (k == kKeySignal) {
+      signalfd_siginfo si;
+      while (read(sigfd_, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+          spdlog::info("SIGHUP: configuration reload is not supported; restart sroced to apply changes");
+        } else {
+          spdlog::info("signal {}: shutting down", si.ssi_signo);
+          stop_.store(true);
+        }
+      }
+    } else if (k == kKeyDatapath) {
+      uint64_t v;
+      while (read(dp_->wait_fd(), &v, sizeof v) == sizeof v) {
+      }
+    } else if (k == kKeyListen) {
+      svc_->on_listen_ready(t);
+    } else {
+      if ((k >> 32) == Service::kKeyDoorbell) ++loop_.wakeups_doorbell;
+      svc_->on_fd_ready(k, evs[i].events, t);
+    }
+  }
+  return true;
+}
+
+bool Daemon::pass(Time t) {
+  bool work = dp_->poll();
+  size_t n = dp_->rx_burst(rx_);
+  for (size_t i = 0; i < n; ++i) engine_->on_packet(rx_[i].payload, rx_[i].meta, t);
+  work |= n > 0;
+  work |= svc_->poll_rings(t);
+  if (engine_->next_deadline() <= t) {
+    engine_->on_timer(t);
+    ++loop_.timer_runs;
+  }
+  for (uint32_t i = 0; i < cfg_.datapath.batch; ++i) {
+    auto buf = dp_->tx_buffer();
+    if (buf.empty()) break;
+    auto p = engine_->poll_transmit(buf, t);
+    if (!p) break;
+    dp_->tx_commit(p->len, p->meta);
+    work = true;
+  }
+  dp_->tx_flush();
+  work |= svc_->poll_completions();
+  return work;
+}
+
+int Daemon::run() {
+  const int64_t busy_ps = int64_t{cfg_.datapath.busy_poll_us} * 1'000'000;
+  Time last_work = now();
+  while (!stop_.load(std::memory_order_relaxed)) {
+    Time t = now();
+    ++loop_.passes;
+    bool work = pass(t);
+    // Control sockets and doorbells: a non-blocking look when the pass was
+    // idle, and every 16th busy pass (rings are polled every pass anyway,
+    // so doorbells matter only to a sleeping loop).
+    if (!work || (loop_.passes & 15) == 0) work |= handle_events(0);
+    if (work) {
+      last_work = t;
+      continue;
+    }
+    if ((t - last_work).ps < busy_ps) continue;
+    // A backend that polls (DPDK) says here whether to keep spinning, before
+    // the rings are told the loop sleeps.
+    if (dp_->has_pending()) {
+      last_work = t;
+      continue;
+    }
+    // Idle: sleep until a doorbell, a socket, a datapath completion or the
+    // engine's next deadline.
+    if (svc_->prepare_sleep(t) || dp_->has_pending()) {
+      svc_->after_sleep();
+      last_work = t;
+      continue;
+    }
+    Time deadline = engine_->next_deadline();
+    int timeout_ns = -1;
+    if (deadline != Time::never()) {
+      int64_t d = (deadline - now()).ps / 1000;
+      timeout_ns = static_cast<int>(std::clamp<int64_t>(d, 0, 1'000'000'000));
+    }
+    ++loop_.sleeps;
+    if (handle_events(timeout_ns)) last_work = now();
+    svc_->after_sleep();
+  }
+  svc_->shutdown();
+  spdlog::info("sroced: stopped");
+  return 0;
+}
+
+std::string Daemon::stats_json(uint32_t) const {
+  using nlohmann::json;
+  const auto& d = dp_->stats();
+  const auto& e = engine_->stats();
+  const auto& s = svc_->stats();
+  const auto& m = mem_->stats();
+  auto oc = svc_->object_counts();
+  json gids = json::array();
+  for (uint32_t a : addrs_) gids.push_back(ipv4_str(a));
+  json dp_extra = json::object();
+  if (std::string x = dp_->stats_json(); !x.empty()) dp_extra = json::parse(x);
+  json lanes = json::array();
+  for (const auto& p : dp_->port_stats())
+    lanes.push_back({{"sport", p.port},
+                     {"local", ipv4_str(p.local_addr)},
+                     {"tx_packets", p.tx_packets},
+                     {"tx_bytes", p.tx_bytes},
+                     {"tx_sends", p.tx_sends}});
+  json j = {
+      {"device", cfg_.device.name},
+      {"netdev", netdev_},
+      {"mtu", mtu_},
+      {"gids", gids},
+      {"udp_port", cfg_.datapath.port},
+      {"socket", cfg_.socket_path()},
+      {"pid", getpid()},
+      {"uptime_s", static_cast<double>((now() - started_).ps) / 1e12},
+      {"objects",
+       {{"pds", oc.pds},
+        {"mrs", oc.mrs},
+        {"cqs", oc.cqs},
+        {"qps", oc.qps},
+        {"srqs", oc.srqs},
+        {"ahs", oc.ahs},
+        {"channels", oc.channels},
+        {"total", oc.total()}}},
+      {"contexts", json::parse(svc_->contexts_json())},
+      {"service",
+       {{"contexts_opened", s.contexts_opened},
+        {"contexts_closed", s.contexts_closed},
+        {"ctl_requests", s.ctl_requests},
+        {"ctl_errors", s.ctl_errors},
+        {"ctl_garbage", s.ctl_garbage},
+        {"ctl_refused", s.ctl_refused},
+        {"ring_wqes", s.ring_wqes},
+        {"ring_bad_wqes", s.ring_bad_wqes},
+        {"cqes", s.cqes},
+        {"comp_events", s.comp_events},
+        {"async_events", s.async_events},
+        {"event_drops", s.event_drops}}},
+      {"datapath",
+       {{"kind", cfg_.datapath.kind},
+        {"gso", cfg_.datapath.gso},
+        {"gro", cfg_.datapath.gro},
+        {"rx_packets", d.rx_packets},
+        {"rx_bytes", d.rx_bytes},
+        {"rx_batches", d.rx_batches},
+        {"rx_errors", d.rx_errors},
+        {"rx_dropped", d.rx_dropped},
+        {"tx_packets", d.tx_packets},
+        {"tx_bytes", d.tx_bytes},
+        {"tx_sends", d.tx_sends},
+        {"tx_errors", d.tx_errors},
+        {"tx_full", d.tx_full},
+        {"tx_port_errors", d.tx_port_errors},
+        {"backend", dp_extra}}},
+      {"engine",
+       {{"rx_packets", e.rx_packets},
+        {"rx_dropped", e.rx_dropped},
+        {"rx_bad_icrc", e.rx_bad_icrc},
+        {"rx_unknown_qp", e.rx_unknown_qp},
+        {"tx_packets", e.tx_packets},
+        {"retransmits", e.retransmits},
+        {"naks_sent", e.naks_sent},
+        {"naks_received", e.naks_received},
+        {"rnr_naks_sent", e.rnr_naks_sent},
+        {"rnr_naks_received", e.rnr_naks_received},
+        {"timeouts", e.timeouts},
+        {"duplicates", e.duplicates}}},
+      {"memory",
+       {{"reads", m.reads},
+        {"writes", m.writes},
+        {"bytes_read", m.bytes_read},
+        {"bytes_written", m.bytes_written},
+        {"refused", m.refused},
+        {"ambiguous", m.ambiguous},
+        {"failed", m.failed}}},
+      {"loop",
+       {{"passes", loop_.passes},
+        {"sleeps", loop_.sleeps},
+        {"doorbell_wakeups", loop_.wakeups_doorbell},
+        {"timer_runs", loop_.timer_runs}}},
+      {"qps", json::parse(svc_->qps_json())},
+      {"lanes", lanes},
+  };
+  return j.dump();
+}
+
+}  // namespace sroce::daemon

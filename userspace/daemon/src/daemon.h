@@ -1,0 +1,69 @@
+// sroced: the engine, the datapath and the service in one loop.
+//
+// The loop (one thread, DPDK l2fwd style):
+//   read the clock once -> rx burst into the engine -> new work requests
+//   from the rings -> due timers -> tx burst out of the engine -> flush ->
+//   completions and events back to the rings.
+// While anything moved it spins; after `datapath.busy_poll_us` without work
+// it publishes `sleeping` on every ring and sleeps in epoll until a doorbell,
+// a socket, a datapath completion or the engine's next deadline.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "datapath.h"
+#include "memory.h"
+#include "service.h"
+#include "sroce/engine/engine.h"
+
+namespace sroce::daemon {
+
+struct LoopStats {
+  uint64_t passes = 0;
+  uint64_t sleeps = 0;
+  uint64_t wakeups_doorbell = 0;
+  uint64_t timer_runs = 0;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(Config cfg);
+  ~Daemon();
+
+  // Finds the GIDs, opens the datapath and the control socket.
+  Result<void> start();
+  // Runs until SIGTERM/SIGINT (signalfd) or stop(); returns the exit code.
+  int run();
+  void stop() { stop_.store(true); }
+
+  std::string stats_json(uint32_t what) const;
+
+ private:
+  static Time now();
+  void watch(int fd, uint64_t key);
+  void unwatch(int fd);
+  bool handle_events(int timeout_ns);
+  bool pass(Time t);
+
+  Config cfg_;
+  std::vector<Gid> gids_;
+  std::vector<uint32_t> addrs_;
+  std::string netdev_;
+  uint32_t mtu_ = 1500;
+  std::unique_ptr<ProcessMemory> mem_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Datapath> dp_;
+  std::unique_ptr<Service> svc_;
+  int epfd_ = -1;
+  int sigfd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::vector<RxPacket> rx_;
+  LoopStats loop_;
+  Time started_;
+};
+
+}  // namespace sroce::daemon

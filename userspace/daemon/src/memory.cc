@@ -1,0 +1,154 @@
+// process_vm_readv/writev memory access, limited to registered ranges.
+#include "memory.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace sroce::daemon {
+
+ProcessMemory::ProcessMemory(size_t max_tags) : owners_(max_tags + 1) {}
+
+void ProcessMemory::attach(uint16_t tag, pid_t pid) {
+  if (tag >= owners_.size() || tag == kLocalTag) return;
+  owners_[tag] = Owner{};
+  owners_[tag].pid = pid;
+}
+
+void ProcessMemory::detach(uint16_t tag) {
+  if (tag >= owners_.size()) return;
+  owners_[tag] = Owner{};
+  std::erase_if(global_, [tag](const GlobalRange& g) { return g.tag == tag; });
+}
+
+void ProcessMemory::add_range(uint16_t tag, uint64_t va, uint64_t len) {
+  if (tag >= owners_.size()) return;
+  Owner& o = owners_[tag];
+  auto it = std::upper_bound(o.ranges.begin(), o.ranges.end(), va, [](uint64_t v, const Range& r) { return v < r.va; });
+  o.ranges.insert(it, Range{va, len});
+  o.max_len = std::max(o.max_len, len);
+  auto git = std::upper_bound(global_.begin(), global_.end(), va,
+                              [](uint64_t v, const GlobalRange& r) { return v < r.va; });
+  global_.insert(git, GlobalRange{va, len, tag});
+  global_max_len_ = std::max(global_max_len_, len);
+}
+
+void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
+  if (tag >= owners_.size()) return;
+  Owner& o = owners_[tag];
+  for (auto it = o.ranges.begin(); it != o.ranges.end(); ++it) {
+    if (it->va == va && it->len == len) {
+      o.ranges.erase(it);
+      break;
+    }
+  }
+  o.max_len = 0;
+  for (const auto& r : o.ranges) o.max_len = std::max(o.max_len, r.len);
+  for (auto it = global_.begin(); it != global_.end(); ++it) {
+    if (it->va == va && it->len == len && it->tag == tag) {
+      global_.erase(it);
+      break;
+    }
+  }
+}
+
+size_t ProcessMemory::range_count(uint16_t tag) const { return tag < owners_.size() ? owners_[tag].ranges.size() : 0; }
+
+uint64_t ProcessMemory::allow_local(const void* p, size_t len) {
+  local_base_ = static_cast<const std::byte*>(p);
+  local_len_ = len;
+  return tagged(kLocalTag, 0);
+}
+
+void ProcessMemory::clear_local() {
+  local_base_ = nullptr;
+  local_len_ = 0;
+}
+
+ProcessMemory::Owner* ProcessMemory::find_untagged(uint64_t va, size_t len) {
+  if (va + len < va) return nullptr;
+  auto it = std::upper_bound(global_.begin(), global_.end(), va,
+                             [](uint64_t v, const GlobalRange& r) { return v < r.va; });
+  int found = -1;
+  while (it != global_.begin()) {
+    --it;
+    if (it->va + global_max_len_ < va + len) break;
+    if (it->va + it->len >= va + len) {
+      if (found >= 0 && found != it->tag) {
+        ++stats_.ambiguous;
+        return nullptr;
+      }
+      found = it->tag;
+    }
+  }
+  if (found < 0 || owners_[found].pid == 0) return nullptr;
+  return &owners_[found];
+}
+
+ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
+  uint64_t tag = addr >> kTagShift;
+  uint64_t va = addr & kVaMask;
+  if (tag == 0) return find_untagged(va, len);
+  if (tag >= owners_.size() || owners_[tag].pid == 0) return nullptr;
+  Owner& o = owners_[tag];
+  if (va + len < va || va + len > kVaMask + 1) return nullptr;
+  // Ranges are sorted by start; walk back from the last one starting at or
+  // before va until no range could still reach va + len.
+  auto it = std::upper_bound(o.ranges.begin(), o.ranges.end(), va, [](uint64_t v, const Range& r) { return v < r.va; });
+  while (it != o.ranges.begin()) {
+    --it;
+    if (it->va + it->len >= va + len) return &o;
+    if (it->va + o.max_len < va + len) break;
+  }
+  return nullptr;
+}
+
+bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
+  if (out.empty()) return true;
+  if ((addr >> kTagShift) == kLocalTag) {
+    uint64_t off = addr & kVaMask;
+    if (off > local_len_ || out.size() > local_len_ - off) {
+      ++stats_.refused;
+      return false;
+    }
+    memcpy(out.data(), local_base_ + off, out.size());
+    return true;
+  }
+  Owner* o = check(addr, out.size());
+  if (!o) {
+    ++stats_.refused;
+    return false;
+  }
+  iovec local{out.data(), out.size()};
+  iovec remote{reinterpret_cast<void*>(addr & kVaMask), out.size()};
+  ssize_t n = process_vm_readv(o->pid, &local, 1, &remote, 1, 0);
+  if (n != static_cast<ssize_t>(out.size())) {
+    ++stats_.failed;
+    return false;
+  }
+  ++stats_.reads;
+  stats_.bytes_read += out.size();
+  return true;
+}
+
+bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
+  if (in.empty()) return true;
+  Owner* o = check(addr, in.size());
+  if (!o) {
+    ++stats_.refused;
+    return false;
+  }
+  iovec local{const_cast<std::byte*>(in.data()), in.size()};
+  iovec remote{reinterpret_cast<void*>(addr & kVaMask), in.size()};
+  ssize_t n = process_vm_writev(o->pid, &local, 1, &remote, 1, 0);
+  if (n != static_cast<ssize_t>(in.size())) {
+    ++stats_.failed;
+    return false;
+  }
+  ++stats_.writes;
+  stats_.bytes_written += in.size();
+  return true;
+}
+
+}  // namespace sroce::daemon

@@ -1,0 +1,184 @@
+// Serving local processes: the control socket, per-process contexts and
+// their objects, the shared-memory rings, events.
+//
+// Every object a process creates is named by a handle that is only
+// meaningful inside its context (context.h): a process cannot reach another
+// process's PD, CQ, SRQ, AH or QP by guessing numbers. QPNs and rkeys are
+// global as RDMA requires (a peer addresses a QP by its QPN), but a QPN is
+// only accepted in a control op from the context that owns the QP.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config.h"
+#include "context.h"
+#include "memory.h"
+#include "sroce/engine/engine.h"
+
+namespace sroce::daemon {
+
+struct ServiceStats {
+  uint64_t contexts_opened = 0;
+  uint64_t contexts_closed = 0;
+  uint64_t ctl_requests = 0;
+  uint64_t ctl_errors = 0;      // requests answered with an error status
+  uint64_t ctl_garbage = 0;     // malformed messages dropped
+  uint64_t ctl_refused = 0;     // peers refused by the uid policy or the context limit
+  uint64_t ring_wqes = 0;       // work requests taken from rings
+  uint64_t ring_bad_wqes = 0;   // malformed ring entries (completed in error)
+  uint64_t cqes = 0;            // completions written to CQ rings
+  uint64_t comp_events = 0;
+  uint64_t async_events = 0;
+  uint64_t event_drops = 0;     // event sockets full or closed
+};
+
+// What the service needs from the rest of the daemon.
+struct ServiceEnv {
+  Engine* engine = nullptr;
+  ProcessMemory* memory = nullptr;
+  const Config* config = nullptr;
+  std::vector<Gid> gids;
+  uint32_t netdev_mtu = 1500;
+  std::string netdev;
+  uint64_t node_guid = 0;
+  // Registers / unregisters an fd with the loop; `key` comes back on events.
+  std::function<void(int fd, uint64_t key)> watch;
+  std::function<void(int fd)> unwatch;
+  // Extra JSON for SROCE_OP_STATS (datapath, engine): filled by the daemon.
+  std::function<std::string(uint32_t what)> stats_json;
+};
+
+class Service {
+ public:
+  explicit Service(ServiceEnv env);
+  ~Service();
+
+  // Creates the listening socket (replacing a stale socket file).
+  Result<void> listen();
+  int listen_fd() const { return listen_fd_; }
+
+  // Loop callbacks. `key` is what was passed to watch().
+  void on_listen_ready(Time now);
+  void on_fd_ready(uint64_t key, uint32_t events, Time now);
+
+  // One pass: new work requests from every ring into the engine. Returns
+  // true if anything was posted.
+  bool poll_rings(Time now);
+  // Completions, completion notifications and async events out of the
+  // engine into rings and event sockets. Returns true if anything moved.
+  bool poll_completions();
+
+  // Before sleeping: tells every producer to ring the doorbell, then takes a
+  // last look; true means work arrived and the loop must not sleep.
+  bool prepare_sleep(Time now);
+  void after_sleep();
+
+  // Shutdown: every context gets IBV_EVENT_DEVICE_FATAL and every ring its
+  // error flag, then all objects are destroyed and the socket removed.
+  void shutdown();
+
+  const ServiceStats& stats() const { return stats_; }
+  size_t context_count() const { return contexts_.size(); }
+  // Objects alive across all contexts (for tests and `sroce status`).
+  ObjectCounts object_counts() const;
+  std::string contexts_json() const;
+  std::string qps_json() const;
+
+  static constexpr uint64_t kKeySocket = 1;
+  static constexpr uint64_t kKeyDoorbell = 2;
+  static uint64_t key(uint64_t kind, uint32_t ctx) { return (kind << 32) | ctx; }
+
+ private:
+  // Control ops (service_control.cc / service_objects.cc). Each returns the
+  // reply status (0 or -errno) and fills `reply` / `fds`.
+  struct Reply {
+    std::byte body[SROCE_MAX_MSG];
+    size_t len = 0;
+    int fds[4] = {-1, -1, -1, -1};
+    int nfds = 0;
+    template <typename T>
+    T& as() {
+      len = sizeof(T);
+      memset(body, 0, sizeof(T));
+      return *reinterpret_cast<T*>(body);
+    }
+    void add_fd(int fd) { fds[nfds++] = fd; }
+  };
+  void handle_message(Context& c, Time now);
+  int dispatch(Context& c, uint16_t op, std::span<const std::byte> body, Reply& r, Time now);
+  void send_reply(Context& c, const sroce_msg_hdr& req, int status, Reply& r);
+
+  int op_hello(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_query_device(Reply& r);
+  int op_query_port(std::span<const std::byte> body, Reply& r);
+  int op_query_gid(std::span<const std::byte> body, Reply& r);
+  int op_stats(std::span<const std::byte> body, Reply& r);
+  int op_alloc_pd(Context& c, Reply& r);
+  int op_dealloc_pd(Context& c, std::span<const std::byte> body);
+  int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_dereg_mr(Context& c, std::span<const std::byte> body);
+  int op_create_cq(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_destroy_cq(Context& c, std::span<const std::byte> body);
+  int op_create_qp(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_modify_qp(Context& c, std::span<const std::byte> body, Time now);
+  int op_query_qp(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_destroy_qp(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_create_srq(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_modify_srq(Context& c, std::span<const std::byte> body);
+  int op_query_srq(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_destroy_srq(Context& c, std::span<const std::byte> body);
+  int op_create_ah(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_destroy_ah(Context& c, std::span<const std::byte> body);
+  int op_create_channel(Context& c, Reply& r);
+  int op_destroy_channel(Context& c, std::span<const std::byte> body);
+
+  int fail(Context& c, const char* op, const Error& e);  // logs, returns -errno
+
+  // Rings (service_rings.cc).
+  bool poll_send_ring(Context& c, QpObj& qp, Time now);
+  bool poll_recv_ring(Context& c, QpObj& qp);
+  bool poll_srq_ring(Context& c, SrqObj& srq);
+  bool drain_cq(Context& c, CqObj& cq);
+  void push_error_cqe(Context& c, uint32_t cq_local, uint64_t wr_id, uint32_t qpn, uint8_t opcode,
+                      uint8_t status);
+  void send_comp_event(Context& c, CqObj& cq);
+  void send_async_event(Context& c, uint64_t element, uint32_t type);
+  void deliver_async(const AsyncEvent& ev);
+
+  // Lifetime.
+  void close_context(uint32_t id, const char* why);
+  void destroy_objects(Context& c);
+  bool uid_allowed(uid_t uid, gid_t gid) const;
+  Context* find(uint32_t id);
+
+  ServiceEnv env_;
+  const Config& cfg_;
+  Engine& engine_;
+  ProcessMemory& mem_;
+  int listen_fd_ = -1;
+  std::string path_;
+  bool bound_ = false;
+
+  std::map<uint32_t, std::unique_ptr<Context>> contexts_;
+  uint32_t next_context_id_ = 1;
+  std::vector<uint16_t> free_tags_;
+  // Global indices from engine names to the owning context (events, stats).
+  std::unordered_map<Qpn, uint32_t> qp_owner_;
+  std::unordered_map<Handle, std::pair<uint32_t, uint32_t>> cq_owner_;   // engine cq -> (ctx, local)
+  std::unordered_map<Handle, std::pair<uint32_t, uint32_t>> srq_owner_;  // engine srq -> (ctx, local)
+
+  Time now_{};  // the loop's clock at the last pass (for control-path engine calls)
+  std::vector<Wc> wc_scratch_;
+  std::vector<Sge> sge_scratch_;
+  std::vector<std::byte> inline_scratch_;
+  ServiceStats stats_;
+};
+
+}  // namespace sroce::daemon

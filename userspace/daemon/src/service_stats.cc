@@ -1,0 +1,82 @@
+// JSON views of the service for SROCE_OP_STATS (`sroce status|qps`).
+#include <nlohmann/json.hpp>
+
+#include "service.h"
+
+namespace sroce::daemon {
+
+namespace {
+const char* qp_type_name(uint8_t t) {
+  switch (t) {
+    case 2: return "RC";
+    case 3: return "UC";
+    case 4: return "UD";
+    default: return "?";
+  }
+}
+}  // namespace
+
+std::string Service::contexts_json() const {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [id, c] : contexts_) {
+    if (c->refused || !c->hello) continue;  // a connection that only asks for stats is no context
+    a.push_back({{"id", id},
+                 {"pid", c->pid},
+                 {"uid", c->uid},
+                 {"requests", c->requests},
+                 {"garbage", c->garbage},
+                 {"pds", c->pds.size()},
+                 {"mrs", c->mrs.size()},
+                 {"cqs", c->cqs.size()},
+                 {"qps", c->qps.size()},
+                 {"srqs", c->srqs.size()},
+                 {"ahs", c->ahs.size()},
+                 {"channels", c->channels.size()}});
+  }
+  return a.dump();
+}
+
+std::string Service::qps_json() const {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [id, c] : contexts_) {
+    for (const auto& [qpn, q] : c->qps) {
+      nlohmann::json j = {{"context", id},
+                          {"pid", c->pid},
+                          {"qpn", qpn},
+                          {"type", qp_type_name(q.qp_type)},
+                          {"send_wqes", q.wqes_posted},
+                          {"recv_wqes", q.recvs_posted},
+                          {"async_events", q.events_reported}};
+      auto attr = engine_.query_qp(qpn);
+      if (attr) {
+        j["state"] = to_string(attr->qp_state);
+        j["dest_qpn"] = attr->dest_qp_num;
+        j["path_mtu"] = mtu_bytes(attr->path_mtu);
+        j["sq_psn"] = attr->sq_psn;
+        j["rq_psn"] = attr->rq_psn;
+      }
+      if (auto st = engine_.qp_stats(qpn)) {
+        j["tx_packets"] = st->tx_packets;
+        j["tx_bytes"] = st->tx_bytes;
+        j["rx_packets"] = st->rx_packets;
+        j["rx_bytes"] = st->rx_bytes;
+        j["rx_dropped"] = st->rx_dropped;
+        j["retransmits"] = st->retransmits;
+        j["timeouts"] = st->timeouts;
+        j["acks_sent"] = st->acks_sent;
+        j["acks_received"] = st->acks_received;
+        j["naks_sent"] = st->naks_sent;
+        j["naks_received"] = st->naks_received;
+        j["rnr_naks_sent"] = st->rnr_naks_sent;
+        j["rnr_naks_received"] = st->rnr_naks_received;
+        j["duplicates"] = st->duplicates;
+        j["send_wqes_completed"] = st->send_wqes_completed;
+        j["recv_wqes_completed"] = st->recv_wqes_completed;
+      }
+      a.push_back(std::move(j));
+    }
+  }
+  return a.dump();
+}
+
+}  // namespace sroce::daemon

@@ -1,0 +1,502 @@
+// UDP datapath over io_uring: batched receives with GRO, GSO-packed sends.
+#include "udp_datapath.h"
+
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace sroce::daemon {
+
+namespace {
+
+constexpr uint64_t kRxTag = 1ull << 32;
+constexpr uint64_t kTxTag = 2ull << 32;
+
+Error sys_error(const std::string& what) {
+  int e = errno;
+  return Error{e, fmt::format("{}: {}", what, strerror(e))};
+}
+
+void set_buf(int fd, int force_opt, int opt, uint32_t bytes) {
+  int v = static_cast<int>(bytes);
+  // The *FORCE variants pass net.core.[rw]mem_max when we are privileged.
+  if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof v) != 0) setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
+}
+
+size_t hash_port(uint32_t src, uint16_t sport, size_t mask) {
+  uint64_t k = (uint64_t{src} << 16) ^ sport;
+  k *= 0x9e3779b97f4a7c15ull;
+  return static_cast<size_t>(k >> 32) & mask;
+}
+
+}  // namespace
+
+UdpDatapath::UdpDatapath(const Config::Datapath& cfg) : cfg_(cfg) {}
+
+UdpDatapath::~UdpDatapath() {
+  if (ring_ok_) io_uring_queue_exit(&ring_);
+  for (size_t i = 0; i < port_count_; ++i)
+    if (port_fd_[i] >= 0 && port_fd_[i] != rx_fd_) close(port_fd_[i]);
+  if (rx_fd_ >= 0) close(rx_fd_);
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+Result<std::unique_ptr<UdpDatapath>> UdpDatapath::create(const Config::Datapath& cfg,
+                                                         std::span<const uint32_t> local_addrs) {
+  std::unique_ptr<UdpDatapath> dp(new UdpDatapath(cfg));
+  auto r = dp->init(local_addrs);
+  if (!r) return r.error();
+  return dp;
+}
+
+Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs) {
+  local_addrs_.assign(local_addrs.begin(), local_addrs.end());
+
+  // Blocking on purpose: io_uring then waits for socket-buffer space
+  // instead of failing a send with EAGAIN (see the header).
+  rx_fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (rx_fd_ < 0) return sys_error("socket(AF_INET, SOCK_DGRAM)");
+  int one = 1;
+  if (cfg_.gro && setsockopt(rx_fd_, IPPROTO_UDP, UDP_GRO, &one, sizeof one) != 0)
+    return sys_error("setsockopt(UDP_GRO)");
+  if (setsockopt(rx_fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) != 0) return sys_error("setsockopt(IP_RECVTOS)");
+  if (setsockopt(rx_fd_, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) != 0) return sys_error("setsockopt(IP_PKTINFO)");
+  int pmtu = IP_PMTUDISC_DO;
+  if (setsockopt(rx_fd_, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) != 0)
+    return sys_error("setsockopt(IP_MTU_DISCOVER)");
+  set_buf(rx_fd_, SO_RCVBUFFORCE, SO_RCVBUF, cfg_.rcvbuf);
+  set_buf(rx_fd_, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.sndbuf);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = htons(cfg_.port);
+  if (bind(rx_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
+    return sys_error(fmt::format("bind(0.0.0.0:{}) (datapath.port; is another sroced running?)", cfg_.port));
+
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) return sys_error("eventfd");
+  int rc = io_uring_queue_init(cfg_.uring_entries, &ring_, 0);
+  if (rc < 0) {
+    errno = -rc;
+    return sys_error("io_uring_queue_init");
+  }
+  ring_ok_ = true;
+  rc = io_uring_register_eventfd(&ring_, event_fd_);
+  if (rc < 0) {
+    errno = -rc;
+    return sys_error("io_uring_register_eventfd");
+  }
+
+  // Ports table.
+  size_t cap = 1;
+  while (cap < 2u * cfg_.max_tx_ports) cap <<= 1;
+  port_hash_.assign(cap, -1);
+  ports_.resize(cfg_.max_tx_ports);
+  port_fd_.assign(cfg_.max_tx_ports, -1);
+
+  rx_.resize(cfg_.rx_buffers);
+  rx_ready_.assign(cfg_.rx_buffers, 0);
+  rx_rearm_.assign(cfg_.rx_buffers, 0);
+  for (uint32_t i = 0; i < cfg_.rx_buffers; ++i) {
+    rx_[i].buf = std::make_unique<std::byte[]>(cfg_.rx_buffer_bytes);
+    arm_rx(i);
+  }
+
+  size_t slot_bytes = cfg_.gso ? kGsoMaxBytes : Engine::kMaxPacket;
+  tx_.resize(cfg_.tx_slots);
+  tx_free_.resize(cfg_.tx_slots);
+  tx_queued_.resize(cfg_.tx_slots);
+  for (uint32_t i = 0; i < cfg_.tx_slots; ++i) {
+    tx_[i].buf = std::make_unique<std::byte[]>(slot_bytes);
+    tx_free_[i] = cfg_.tx_slots - 1 - i;
+  }
+  tx_free_count_ = cfg_.tx_slots;
+  submit();
+  return {};
+}
+
+void UdpDatapath::submit() {
+  if (sqes_pending_ == 0) return;
+  int rc = io_uring_submit(&ring_);
+  if (rc >= 0) sqes_pending_ = 0;
+}
+
+void UdpDatapath::arm_rx(uint32_t idx) {
+  RxSlot& s = rx_[idx];
+  s.iov = {s.buf.get(), cfg_.rx_buffer_bytes};
+  s.msg = {};
+  s.msg.msg_name = &s.from;
+  s.msg.msg_namelen = sizeof s.from;
+  s.msg.msg_iov = &s.iov;
+  s.msg.msg_iovlen = 1;
+  s.msg.msg_control = s.control;
+  s.msg.msg_controllen = sizeof s.control;
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) {
+    io_uring_submit(&ring_);
+    sqes_pending_ = 0;
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  io_uring_prep_recvmsg(sqe, rx_fd_, &s.msg, 0);
+  io_uring_sqe_set_data64(sqe, kRxTag | idx);
+  ++sqes_pending_;
+}
+
+void UdpDatapath::parse_rx(RxSlot& s, int res) {
+  s.len = 0;
+  s.offset = 0;
+  if (res <= 0 || (s.msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+    ++stats_.rx_errors;
+    return;
+  }
+  s.len = static_cast<uint32_t>(res);
+  s.seg = s.len;
+  s.meta = PacketMeta{};
+  uint32_t dst = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&s.msg); c; c = CMSG_NXTHDR(&s.msg, c)) {
+    if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+      int seg;
+      memcpy(&seg, CMSG_DATA(c), sizeof seg);
+      if (seg > 0) s.seg = static_cast<uint32_t>(seg);
+    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+      uint8_t tos;
+      memcpy(&tos, CMSG_DATA(c), 1);
+      s.meta.traffic_class = tos;  // ECN CE = 3 in the low bits (RFC 3168)
+    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+      in_pktinfo pi;
+      memcpy(&pi, CMSG_DATA(c), sizeof pi);
+      dst = ntohl(pi.ipi_addr.s_addr);
+    }
+  }
+  if (s.from.sin_family != AF_INET || dst == 0) {
+    ++stats_.rx_dropped;
+    s.len = 0;
+    return;
+  }
+  s.meta.src = Gid::from_ipv4(ntohl(s.from.sin_addr.s_addr));
+  s.meta.dst = Gid::from_ipv4(dst);
+  s.meta.src_port = ntohs(s.from.sin_port);
+  s.meta.dst_port = cfg_.port;
+  ++stats_.rx_batches;
+}
+
+bool UdpDatapath::reap() {
+  bool progressed = false;
+  io_uring_cqe* cqes[64];
+  for (;;) {
+    unsigned got = io_uring_peek_batch_cqe(&ring_, cqes, 64);
+    if (got == 0) break;
+    progressed = true;
+    for (unsigned i = 0; i < got; ++i) {
+      uint64_t ud = io_uring_cqe_get_data64(cqes[i]);
+      uint32_t idx = static_cast<uint32_t>(ud);
+      int res = cqes[i]->res;
+      if ((ud & ~0xffffffffull) == kRxTag) {
+        RxSlot& s = rx_[idx];
+        parse_rx(s, res);
+        if (s.len == 0) {
+          rx_rearm_[rx_rearm_count_++] = idx;
+        } else {
+          rx_ready_[(rx_ready_head_ + rx_ready_count_) % rx_ready_.size()] = idx;
+          ++rx_ready_count_;
+        }
+      } else if ((ud & ~0xffffffffull) == kTxTag) {
+        TxSlot& s = tx_[idx];
+        if (res < 0) {
+          stats_.tx_errors += s.nsegs;
+        } else {
+          stats_.tx_packets += s.nsegs;
+          stats_.tx_bytes += s.len;
+          PortStats& p = ports_[s.port_index];
+          p.tx_packets += s.nsegs;
+          p.tx_bytes += s.len;
+          ++p.tx_sends;
+        }
+        --tx_inflight_;
+        tx_free_[tx_free_count_++] = idx;
+      }
+    }
+    io_uring_cq_advance(&ring_, got);
+  }
+  return progressed;
+}
+
+size_t UdpDatapath::rx_burst(std::span<RxPacket> out) {
+  // Slots handed out by the previous call are free again now.
+  for (size_t i = 0; i < rx_rearm_count_; ++i) arm_rx(rx_rearm_[i]);
+  rx_rearm_count_ = 0;
+  reap();
+  // reap() may queue slots of failed receives for re-arming; post them now.
+  for (size_t i = 0; i < rx_rearm_count_; ++i) arm_rx(rx_rearm_[i]);
+  rx_rearm_count_ = 0;
+
+  size_t n = 0;
+  while (n < out.size() && rx_ready_count_ > 0) {
+    uint32_t idx = rx_ready_[rx_ready_head_];
+    RxSlot& s = rx_[idx];
+    while (s.offset < s.len && n < out.size()) {
+      uint32_t l = std::min(s.seg, s.len - s.offset);
+      out[n].payload = {s.buf.get() + s.offset, l};
+      out[n].meta = s.meta;
+      ++n;
+      s.offset += l;
+      ++stats_.rx_packets;
+      stats_.rx_bytes += l;
+    }
+    if (s.offset >= s.len) {
+      rx_ready_head_ = (rx_ready_head_ + 1) % rx_ready_.size();
+      --rx_ready_count_;
+      rx_rearm_[rx_rearm_count_++] = idx;
+    }
+  }
+  // The re-armed receives go to the kernel with the next tx_flush() or
+  // poll(): one io_uring_enter per loop pass for both directions.
+  return n;
+}
+
+int UdpDatapath::find_tx_port(uint32_t src, uint16_t sport) {
+  size_t mask = port_hash_.size() - 1;
+  for (size_t h = hash_port(src, sport, mask);; h = (h + 1) & mask) {
+    int32_t i = port_hash_[h];
+    if (i < 0) return -1;
+    if (ports_[i].local_addr == src && ports_[i].port == sport) return i;
+  }
+}
+
+int UdpDatapath::open_tx_port(uint32_t src, uint16_t sport) {
+  if (port_count_ >= ports_.size()) return -1;
+  int fd = -1;
+  if (sport == cfg_.port) {
+    fd = rx_fd_;
+  } else {
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool ok = fd >= 0;
+    int pmtu = IP_PMTUDISC_DO;
+    ok = ok && setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) == 0;
+    if (ok) {
+      set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.sndbuf);
+      int small = 4096;  // nothing is received here; RoCE replies go to the well-known port
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(sport);
+      bool local = false;
+      for (uint32_t l : local_addrs_) local = local || l == src;
+      a.sin_addr.s_addr = local ? htonl(src) : htonl(INADDR_ANY);
+      ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
+    if (!ok) {
+      // Port taken by someone else: still deliver, from the well-known
+      // port (this lane then shares the path of lane 4791), and count it.
+      if (fd >= 0) close(fd);
+      fd = rx_fd_;
+      ++stats_.tx_port_errors;
+    }
+  }
+  size_t i = port_count_++;
+  ports_[i] = PortStats{};
+  ports_[i].port = sport;
+  ports_[i].local_addr = src;
+  port_fd_[i] = fd;
+  size_t mask = port_hash_.size() - 1;
+  size_t h = hash_port(src, sport, mask);
+  while (port_hash_[h] >= 0) h = (h + 1) & mask;
+  port_hash_[h] = static_cast<int32_t>(i);
+  return static_cast<int>(i);
+}
+
+bool UdpDatapath::slot_can_append(const TxSlot& s) const {
+  return cfg_.gso && !s.closed && s.nsegs > 0 && s.nsegs < kGsoMaxSegments &&
+         s.len + Engine::kMaxPacket <= kGsoMaxBytes;
+}
+
+void UdpDatapath::close_slot(uint32_t i) {
+  int idx = tx_open_[i];
+  // Keep the open list in creation order (it is short).
+  for (uint32_t k = i + 1; k < tx_open_count_; ++k) tx_open_[k - 1] = tx_open_[k];
+  --tx_open_count_;
+  if (tx_write_ == idx) tx_write_ = -1;
+  if (tx_[idx].nsegs > 0) {
+    tx_queued_[tx_queued_count_++] = static_cast<uint32_t>(idx);
+  } else {
+    tx_free_[tx_free_count_++] = static_cast<uint32_t>(idx);
+  }
+}
+
+int UdpDatapath::open_slot() {
+  if (tx_open_count_ == kMaxOpenBatches) close_slot(0);  // the oldest batch leaves
+  int idx = static_cast<int>(tx_free_[--tx_free_count_]);
+  TxSlot& s = tx_[idx];
+  s.len = 0;
+  s.nsegs = 0;
+  s.closed = false;
+  tx_open_[tx_open_count_++] = idx;
+  return idx;
+}
+
+std::span<std::byte> UdpDatapath::tx_buffer() {
+  // Most packets continue the batch the previous one went to (one QP, one
+  // lane): the engine writes straight behind it. Writing behind a non-empty
+  // batch needs a spare slot at hand in case the packet turns out not to
+  // belong there (tx_commit then moves it).
+  if (tx_write_ >= 0) {
+    TxSlot& s = tx_[tx_write_];
+    if (s.nsegs == 0) return {s.buf.get(), Engine::kMaxPacket};
+    if (slot_can_append(s) && tx_free_count_ >= 1) return {s.buf.get() + s.len, Engine::kMaxPacket};
+    if (!slot_can_append(s)) {
+      for (uint32_t i = 0; i < tx_open_count_; ++i)
+        if (tx_open_[i] == tx_write_) {
+          close_slot(i);
+          break;
+        }
+    }
+    tx_write_ = -1;
+  }
+  if (tx_free_count_ == 0) {
+    // Closed batches go out now (a send that fits the socket buffer
+    // completes during the submit), then their buffers come back.
+    send_queued();
+    reap();
+    if (tx_free_count_ == 0) {
+      ++stats_.tx_full;
+      return {};
+    }
+  }
+  tx_write_ = open_slot();
+  return {tx_[tx_write_].buf.get(), Engine::kMaxPacket};
+}
+
+void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
+  if (tx_write_ < 0 || len == 0 || len > Engine::kMaxPacket) return;
+  if (!meta.dst.is_ipv4()) {  // IPv6 GIDs: not carried by this datapath yet
+    ++stats_.tx_errors;
+    return;
+  }
+  TxKey key{meta.src.ipv4(), meta.dst.ipv4(), meta.src_port, meta.dst_port, meta.traffic_class};
+  const int wi = tx_write_;
+  TxSlot& w = tx_[wi];
+  const std::byte* src = w.buf.get() + w.len;  // where the engine wrote it
+  if (w.nsegs > 0 && key == w.key && len <= w.seg) {
+    w.len += len;
+    ++w.nsegs;
+    if (len < w.seg) w.closed = true;  // GSO: only the last segment may be shorter
+    return;
+  }
+  // Another flow (another QP or lane, interleaved by the engine's
+  // round-robin), or this flow at a new size. A flow has at most one open
+  // batch: the packet joins it if it can, else that batch is closed first,
+  // so a flow's batches are queued in packet order. Flows of one burst may
+  // leave in another order than the engine produced them.
+  for (uint32_t i = 0; i < tx_open_count_; ++i) {
+    TxSlot& o = tx_[tx_open_[i]];
+    if (o.nsegs == 0 || !(o.key == key)) continue;
+    if (slot_can_append(o) && len <= o.seg) {
+      memcpy(o.buf.get() + o.len, src, len);
+      o.len += len;
+      ++o.nsegs;
+      if (len < o.seg) o.closed = true;
+      tx_write_ = tx_open_[i];
+      return;
+    }
+    close_slot(i);  // queued, not sent: the bytes at `src` stay valid
+    break;
+  }
+  int target = wi;
+  if (w.nsegs > 0) {
+    target = open_slot();  // tx_buffer() kept a free slot for this
+    memcpy(tx_[target].buf.get(), src, len);
+  }
+  tx_write_ = target;
+  TxSlot& t = tx_[target];
+  int pi = find_tx_port(key.src, key.sport);
+  if (pi < 0) pi = open_tx_port(key.src, key.sport);
+  if (pi < 0) {  // table full: max_tx_ports distinct lanes already
+    ++stats_.tx_port_errors;
+    ++stats_.tx_errors;
+    t.nsegs = 0;
+    t.len = 0;
+    return;
+  }
+  t.key = key;
+  t.seg = static_cast<uint32_t>(len);
+  t.len = len;
+  t.nsegs = 1;
+  t.closed = false;
+  t.port_index = static_cast<uint32_t>(pi);
+}
+
+void UdpDatapath::tx_flush() {
+  while (tx_open_count_ > 0) close_slot(0);
+  tx_write_ = -1;
+  send_queued();
+}
+
+void UdpDatapath::send_queued() {
+  if (tx_queued_count_ == 0) {
+    submit();
+    return;
+  }
+  for (size_t i = 0; i < tx_queued_count_; ++i) {
+    uint32_t idx = tx_queued_[i];
+    TxSlot& s = tx_[idx];
+    s.to = {};
+    s.to.sin_family = AF_INET;
+    s.to.sin_port = htons(s.key.dport);
+    s.to.sin_addr.s_addr = htonl(s.key.dst);
+    s.iov = {s.buf.get(), s.len};
+    s.msg = {};
+    s.msg.msg_name = &s.to;
+    s.msg.msg_namelen = sizeof s.to;
+    s.msg.msg_iov = &s.iov;
+    s.msg.msg_iovlen = 1;
+    s.msg.msg_control = s.control;
+    s.msg.msg_controllen = sizeof s.control;
+    cmsghdr* c = CMSG_FIRSTHDR(&s.msg);
+    size_t clen = 0;
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_TOS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    int tos = s.key.tos;
+    memcpy(CMSG_DATA(c), &tos, sizeof tos);
+    clen += CMSG_SPACE(sizeof(int));
+    if (s.nsegs > 1) {
+      c = CMSG_NXTHDR(&s.msg, c);
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      uint16_t seg = static_cast<uint16_t>(s.seg);
+      memcpy(CMSG_DATA(c), &seg, sizeof seg);
+      clen += CMSG_SPACE(sizeof(uint16_t));
+    }
+    s.msg.msg_controllen = clen;
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (!sqe) {
+      io_uring_submit(&ring_);
+      sqes_pending_ = 0;
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    io_uring_prep_sendmsg(sqe, port_fd_[s.port_index], &s.msg, 0);
+    io_uring_sqe_set_data64(sqe, kTxTag | idx);
+    ++sqes_pending_;
+    ++tx_inflight_;
+    ++stats_.tx_sends;
+  }
+  tx_queued_count_ = 0;
+  submit();
+}
+
+bool UdpDatapath::poll() {
+  bool p = reap();
+  submit();
+  return p;
+}
+
+bool UdpDatapath::has_pending() { return rx_ready_count_ > 0 || io_uring_cq_ready(&ring_) > 0; }
+
+}  // namespace sroce::daemon

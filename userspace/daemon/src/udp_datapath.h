@@ -1,0 +1,143 @@
+// The UDP datapath: RoCEv2 over kernel UDP sockets driven by io_uring.
+//
+//  * one receive socket bound to the RoCEv2 port (4791, Annex A17.2.1) with
+//    UDP_GRO, IP_RECVTOS (ECN) and IP_PKTINFO; `rx_buffers` receives stay
+//    posted in the ring, each big enough for one GRO batch;
+//  * one send socket per lane source port, bound to local-address:sport
+//    (the source port is the lane's ECMP entropy), opened the first time the
+//    engine uses that port; IP_PMTUDISC_DO so IPv4 leaves with DF and, on an
+//    unconnected socket, identification 0, which the ICRC assumes
+//    (proto/icrc.h);
+//  * packets of one burst with the same (source, destination, source port,
+//    TOS) and size are packed into one buffer, in order, and sent with one
+//    sendmsg carrying UDP_SEGMENT (GSO); a shorter packet may end a batch.
+//    Up to 16 flows are batched at once, so QPs the engine interleaves
+//    packet by packet still leave in large sends.
+//
+// The sockets are blocking so io_uring parks a send on a full socket buffer
+// instead of failing it; back-pressure reaches the engine as tx_buffer()
+// returning an empty span while every send buffer is in flight.
+#pragma once
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "datapath.h"
+
+namespace sroce::daemon {
+
+class UdpDatapath final : public Datapath {
+ public:
+  // Opens the receive socket and the ring. `local_addrs` are host-order IPv4
+  // addresses the daemon owns (its GIDs).
+  static Result<std::unique_ptr<UdpDatapath>> create(const Config::Datapath& cfg,
+                                                     std::span<const uint32_t> local_addrs);
+  ~UdpDatapath() override;
+
+  size_t rx_burst(std::span<RxPacket> out) override;
+  std::span<std::byte> tx_buffer() override;
+  void tx_commit(size_t len, const PacketMeta& meta) override;
+  void tx_flush() override;
+  bool poll() override;
+  int wait_fd() const override { return event_fd_; }
+  bool has_pending() override;
+  const DatapathStats& stats() const override { return stats_; }
+  std::span<const PortStats> port_stats() const override { return {ports_.data(), port_count_}; }
+
+  uint16_t bound_port() const { return cfg_.port; }
+
+  // Largest UDP payload of one GSO send (65535 - IPv4 - UDP headers).
+  static constexpr size_t kGsoMaxBytes = 65535 - 20 - 8;
+  static constexpr uint32_t kGsoMaxSegments = 64;  // UDP_MAX_SEGMENTS on older kernels
+
+ private:
+  struct RxSlot {
+    std::unique_ptr<std::byte[]> buf;
+    msghdr msg{};
+    iovec iov{};
+    sockaddr_in from{};
+    alignas(8) unsigned char control[128];
+    // Filled on completion.
+    uint32_t len = 0;      // bytes received
+    uint32_t seg = 0;      // GRO segment size (== len when not coalesced)
+    uint32_t offset = 0;   // consumed so far
+    PacketMeta meta;
+  };
+
+  struct TxKey {
+    uint32_t src = 0, dst = 0;  // host order IPv4
+    uint16_t sport = 0, dport = 0;
+    uint8_t tos = 0;
+    bool operator==(const TxKey&) const = default;
+  };
+
+  struct TxSlot {
+    std::unique_ptr<std::byte[]> buf;
+    msghdr msg{};
+    iovec iov{};
+    sockaddr_in to{};
+    alignas(8) unsigned char control[64];
+    TxKey key;
+    size_t len = 0;
+    uint32_t seg = 0;      // segment size (first packet's length)
+    uint32_t nsegs = 0;
+    bool closed = false;   // a shorter final segment was added, or full
+    uint32_t port_index = 0;
+  };
+
+  explicit UdpDatapath(const Config::Datapath& cfg);
+  Result<void> init(std::span<const uint32_t> local_addrs);
+  void arm_rx(uint32_t idx);
+  void parse_rx(RxSlot& s, int res);
+  bool reap();
+  int open_tx_port(uint32_t src, uint16_t sport);  // index into ports_, or -1
+  int find_tx_port(uint32_t src, uint16_t sport);
+  bool slot_can_append(const TxSlot& s) const;
+  void close_slot(uint32_t open_index);  // queue (or free, if empty) tx_open_[i]
+  int open_slot();                       // a fresh batch from the free list
+  void send_queued();                    // closed batches -> sendmsg SQEs, submit
+  void submit();
+
+  Config::Datapath cfg_;
+  io_uring ring_{};
+  bool ring_ok_ = false;
+  int rx_fd_ = -1;
+  int event_fd_ = -1;
+  uint32_t sqes_pending_ = 0;
+
+  std::vector<RxSlot> rx_;
+  std::vector<uint32_t> rx_ready_;  // completed slots, in order (a ring of indices)
+  size_t rx_ready_head_ = 0, rx_ready_count_ = 0;
+  std::vector<uint32_t> rx_rearm_;  // consumed slots to re-post at the next rx_burst
+  size_t rx_rearm_count_ = 0;
+
+  std::vector<TxSlot> tx_;
+  std::vector<uint32_t> tx_free_;
+  size_t tx_free_count_ = 0;
+  std::vector<uint32_t> tx_queued_;  // closed batches waiting for tx_flush
+  size_t tx_queued_count_ = 0;
+  // Batches being filled in this burst, one per flow at most; the engine's
+  // round-robin over QPs interleaves flows, batching regroups them.
+  static constexpr uint32_t kMaxOpenBatches = 16;
+  int tx_open_[kMaxOpenBatches] = {};
+  uint32_t tx_open_count_ = 0;
+  int tx_write_ = -1;  // the batch tx_buffer() handed out room in
+  uint32_t tx_inflight_ = 0;
+
+  // Lane source ports: a fixed table, linear-probed by (src, sport).
+  std::vector<PortStats> ports_;
+  std::vector<int> port_fd_;
+  size_t port_count_ = 0;
+  std::vector<int32_t> port_hash_;  // -1 empty, else index into ports_
+  std::vector<uint32_t> local_addrs_;
+
+  DatapathStats stats_;
+};
+
+}  // namespace sroce::daemon

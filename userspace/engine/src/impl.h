@@ -1,0 +1,198 @@
+// Engine::Impl: the engine's state and the declarations of its parts. Each
+// role lives in its own file (Linux rxe is the model):
+//   objects.cc    PD, MR, CQ, SRQ, AH; completion queues and async events
+//   memory.cc     L_Key/R_Key checks and SGE gather/scatter through MemoryAccess
+//   qp_state.cc   QP create/modify/query/destroy, the IBA 10.3 state machine
+//   qp_error.cc   entering ERR, flushing, send completions
+//   post.cc       post_send/post_recv/post_srq_recv validation
+//   requester.cc  request packets from send WQEs (segmentation, retransmission)
+//   completer.cc  ACK/NAK/READ response/atomic ACK handling, timers
+//   responder.cc  executing incoming requests (IBA 9.7 responder)
+//   resp_tx.cc    ACK/NAK, READ response and atomic ACK packets
+//   recv.cc       packet checks and dispatch (parse, ICRC, QP, P_Key, Q_Key)
+//   tx.cc         scheduling (round-robin, responses first) and the timer heap
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "keys.h"
+#include "objects.h"
+#include "proto/packet.h"
+#include "qp.h"
+#include "ring.h"
+#include "sroce/engine/engine.h"
+#include "table.h"
+
+namespace sroce {
+
+// Outcome of a local memory operation (requester gather/scatter, responder
+// receive-buffer scatter).
+enum class MemStatus : uint8_t { kOk, kProt, kLen, kAccess };
+
+class Engine::Impl {
+ public:
+  Impl(const EngineConfig& cfg, MemoryAccess& mem);
+
+  // --- control path: objects.cc ---
+  Result<Handle> alloc_pd();
+  Result<void> dealloc_pd(Handle pd);
+  Result<MrKeys> reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access);
+  Result<void> dereg_mr(uint32_t lkey);
+  Result<Handle> create_cq(uint32_t cqe);
+  Result<void> destroy_cq(Handle cq);
+  Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
+  Result<void> modify_srq(Handle srq, uint32_t srq_limit);
+  Result<void> destroy_srq(Handle srq);
+  Result<Handle> create_ah(Handle pd, const AhAttr& attr);
+  Result<void> destroy_ah(Handle ah);
+  int poll_cq(Handle cq, std::span<Wc> out);
+  int req_notify_cq(Handle cq, bool solicited_only);
+  std::optional<Handle> poll_cq_notification();
+  std::optional<AsyncEvent> poll_async_event();
+
+  // --- control path: qp_state.cc ---
+  Result<Qpn> create_qp(Handle pd, const QpInitAttr& attr);
+  Result<void> modify_qp(Qpn qpn, const QpAttr& attr, uint32_t mask, Time now);
+  Result<QpAttr> query_qp(Qpn qpn) const;
+  Result<void> destroy_qp(Qpn qpn);
+  Result<QpStats> qp_stats(Qpn qpn) const;
+
+  // --- data path ---
+  int post_send(Qpn qpn, const SendWr& wr, Time now);                                    // post.cc
+  int post_recv(Qpn qpn, const RecvWr& wr);                                              // post.cc
+  int post_srq_recv(Handle srq, const RecvWr& wr);                                       // post.cc
+  void on_packet(std::span<const std::byte> payload, const PacketMeta& meta, Time now);  // recv.cc
+  void on_timer(Time now);                                                               // tx.cc
+  std::optional<TxPacket> poll_transmit(std::span<std::byte> out, Time now);             // tx.cc
+  Time next_deadline() const;                                                            // tx.cc
+
+  // ======================= internals =======================
+  // lookups (objects.cc); kNone when the identifier names nothing
+  uint32_t pd_slot(Handle h) const;
+  uint32_t cq_slot(Handle h) const;
+  uint32_t srq_slot(Handle h) const;
+  uint32_t ah_slot(Handle h) const;
+  uint32_t qp_slot(Qpn qpn) const;
+  eng::Mr* mr_by_lkey(uint32_t lkey);
+  eng::Mr* mr_by_rkey(uint32_t rkey);
+
+  // completions and events (objects.cc)
+  void cq_push(uint32_t cq, const Wc& wc, bool solicited);
+  void raise(AsyncEventType type, uint32_t element);
+  void srq_check_limit(eng::Srq& srq, uint32_t slot);
+
+  // memory (memory.cc)
+  MemStatus gather(eng::Qp& qp, uint32_t idx, std::byte* dst, uint32_t len);
+  MemStatus scatter_wqe(eng::Qp& qp, uint32_t idx, uint32_t off, const std::byte* src,
+                        uint32_t len);
+  MemStatus scatter_recv(eng::Qp& qp, const std::byte* src, uint32_t len);
+  // Checks a WQE's SGEs and resolves each to a host address (hosts[i]).
+  MemStatus check_local_sgl(eng::Qp& qp, const Sge* sges, uint32_t n, uint32_t need,
+                            uint64_t* hosts);
+  // R_Key check for [va, va+len) with `need` access; host address on success.
+  bool check_rkey(const eng::Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
+                  uint64_t* host);
+  void seek_cursor(const Sge* sges, uint32_t n, uint32_t off, uint32_t* idx, uint32_t* in);
+
+  // QP errors and completions (qp_error.cc)
+  void complete_send(eng::Qp& qp, eng::SendWqe& w, WcStatus status);
+  void complete_recv(eng::Qp& qp, const Wc& wc, bool solicited);
+  void qp_to_error(eng::Qp& qp);
+  void flush_sq(eng::Qp& qp);
+  void flush_rq(eng::Qp& qp);
+  // Fatal requester error on the head WQE: complete it with `status`, QP -> ERR.
+  void req_fatal(eng::Qp& qp, WcStatus status);
+  void reset_qp_state(eng::Qp& qp);
+  void check_sq_drained(eng::Qp& qp);
+
+  // requester (requester.cc)
+  size_t req_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
+  void req_rewind(eng::Qp& qp, uint32_t psn);
+  uint32_t req_resume_psn(eng::Qp& qp);
+
+  // completer (completer.cc)
+  void comp_on_response(eng::Qp& qp, const sroce_pkt& pkt, Time now);
+  void comp_on_timer(eng::Qp& qp, Time now);
+  void comp_retire(eng::Qp& qp, uint32_t psn, Time now);
+  void comp_retry(eng::Qp& qp, uint32_t psn, Time now, bool count);
+  void comp_progress(eng::Qp& qp, Time now);
+  void comp_arm_retx(eng::Qp& qp, Time now);
+
+  // responder (responder.cc, resp_tx.cc)
+  void resp_on_request(eng::Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta, Time now);
+  void resp_ack(eng::Qp& qp, uint32_t psn, bool force);
+  void resp_nak(eng::Qp& qp, uint8_t syndrome, uint32_t psn, bool final);
+  size_t resp_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta);
+
+  // packet helpers (tx.cc)
+  void fill_meta(const eng::Qp& qp, PacketMeta& meta) const;
+  size_t finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_len,
+                       const PacketMeta& meta) const;
+
+  // scheduling (tx.cc)
+  void sched_req(eng::Qp& qp);
+  void sched_resp(eng::Qp& qp);
+  void unsched(eng::Qp& qp);
+  void timer_update(eng::Qp& qp);
+  void timer_remove(eng::Qp& qp);
+  Time qp_deadline(const eng::Qp& qp) const;
+
+  // ======================= state =======================
+  EngineConfig cfg_;
+  std::vector<Gid> gids_;
+  MemoryAccess& mem_;
+  EngineStats stats_;
+
+  eng::Perm24 perm_qpn_, perm_lkey_, perm_rkey_;
+  uint64_t key_seed_ = 0;
+  uint64_t key_counter_ = 0;
+
+  eng::Table<eng::Pd> pds_;
+  eng::Table<eng::Mr> mrs_;
+  eng::Table<eng::Cq> cqs_;
+  eng::Table<eng::Srq> srqs_;
+  eng::Table<eng::Ah> ahs_;
+  eng::Table<eng::Qp> qps_;
+
+  eng::Ring<AsyncEvent> events_;
+  eng::Ring<Handle> notifications_;
+
+  // transmit scheduling: FIFO lists of QP slots
+  uint32_t req_head_ = eng::kNone, req_tail_ = eng::kNone;
+  uint32_t resp_head_ = eng::kNone, resp_tail_ = eng::kNone;
+  // timer heap of QP slots ordered by heap_key_
+  std::vector<uint32_t> heap_;
+  std::vector<Time> heap_key_;
+  Time last_now_ = Time::zero();
+  // One-entry lookup caches (most traffic uses few QPs and MRs); an entry is
+  // only trusted after the table confirms the slot still holds that key.
+  mutable uint32_t cache_qpn_ = 0, cache_qp_slot_ = eng::kNone;
+  uint32_t cache_lkey_ = 0, cache_lkey_slot_ = eng::kNone;
+  uint32_t cache_rkey_ = 0, cache_rkey_slot_ = eng::kNone;
+  uint32_t mtu_max_ = 4096;
+};
+
+namespace eng {
+// IBA table 45: RNR NAK timer field -> delay.
+Duration rnr_timer_duration(uint8_t code);
+// IBA 11.2 / 9.7: local ACK timeout 4.096 us * 2^timeout; 0 means infinite.
+Duration ack_timeout_duration(uint8_t timeout);
+inline uint32_t psn_add(uint32_t psn, int32_t d) { return sroce_psn_add(psn, d); }
+inline int32_t psn_diff(uint32_t a, uint32_t b) { return sroce_psn_diff(a, b); }
+inline uint32_t npackets(uint32_t len, uint32_t mtu) {
+  return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+inline bool is_rd_atomic(WrOpcode op) {
+  return op == WrOpcode::kRdmaRead || op == WrOpcode::kAtomicCmpSwp ||
+         op == WrOpcode::kAtomicFetchAdd;
+}
+inline bool is_atomic(WrOpcode op) {
+  return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
+}
+}  // namespace eng
+
+}  // namespace sroce

@@ -1,0 +1,195 @@
+// The queue pair: its attributes, send queue, receive queue and the state of
+// the three protocol roles (requester, completer, responder), all sized when
+// the QP is created so that the data path never allocates.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "objects.h"
+#include "sroce/engine/engine.h"
+#include "sroce/engine/types.h"
+#include "sroce/engine/verbs.h"
+
+namespace sroce::eng {
+
+constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint32_t kPsnMask = 0xffffff;
+
+enum WqeFlags : uint8_t {
+  kWqeSignaled = 1u << 0,
+  kWqeFence = 1u << 1,
+  kWqeSolicited = 1u << 2,
+  kWqeInline = 1u << 3,
+};
+
+// UD destination, copied from the AH at post time (the AH may be destroyed
+// while the WQE waits; IBA 11.2 leaves that undefined, we stay safe).
+struct UdDest {
+  Gid dgid;
+  uint32_t flow_label = 0;
+  uint8_t sgid_index = 0;
+  uint8_t traffic_class = 0;
+  uint8_t hop_limit = 64;
+};
+
+struct SendWqe {
+  uint64_t wr_id = 0;
+  uint64_t remote_addr = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  uint32_t rkey = 0;
+  uint32_t imm = 0;        // immediate data (host order) or the R_Key to invalidate
+  uint32_t length = 0;     // message length in bytes
+  uint32_t num_sge = 0;    // 0 with kWqeInline: data in the inline buffer
+  uint32_t first_psn = 0;  // valid while `started`
+  uint32_t last_psn = 0;
+  uint32_t resp_bytes = 0;   // READ: response bytes placed so far
+  uint32_t remote_qpn = 0;   // UD
+  uint32_t remote_qkey = 0;  // UD
+  WrOpcode opcode = WrOpcode::kSend;
+  uint8_t flags = 0;                  // WqeFlags
+  bool started = false;               // PSNs assigned (kept across rewinds: PSNs are deterministic)
+  bool counted = false;               // READ/atomic: counted in rd_atomic_inflight
+  bool done = false;                  // READ/atomic: response fully received
+  WcStatus err = WcStatus::kSuccess;  // local error found at post or start: completes with it
+  UdDest ud;
+};
+
+// Responder resource for one RDMA READ or atomic (IBA 9.7 / 9.4):
+// kept after the response is sent, so that a duplicate READ is re-executed
+// and a duplicate atomic gets the saved result instead of a second execution.
+struct Resource {
+  enum Kind : uint8_t { kFree = 0, kRead = 1, kAtomic = 2 };
+  uint32_t seq = 0;  // allocation sequence number
+  Kind kind = kFree;
+  bool tx_pending = false;
+  uint32_t first_psn = 0;  // PSNs of the response(s)
+  uint32_t last_psn = 0;
+  uint32_t msn = 0;  // MSN reported in the response AETH
+  uint32_t rkey = 0;
+  // READ: what is left to send.
+  uint32_t cur_psn = 0;
+  uint64_t cur_va = 0;
+  uint64_t cur_host = 0;  // host address of cur_va (R_Key checked at the request)
+  uint32_t cur_left = 0;
+  bool cur_first = true;  // next packet starts a (re)transmission
+  uint64_t atomic_orig = 0;
+};
+
+enum class InMsg : uint8_t { kNone, kSend, kWrite };
+
+struct Qp {
+  // --- identity and attributes ---
+  Qpn qpn = 0;
+  QpType type = QpType::kRc;
+  QpState state = QpState::kReset;
+  uint32_t pd = 0, send_cq = 0, recv_cq = 0, srq = kNone;  // table slots
+  QpCap cap;
+  bool sq_sig_all = false;
+  QpAttr attr;  // as last modified (query_qp)
+  uint16_t pkey = 0xffff;
+  uint16_t src_port = 0xc000;  // RoCEv2 UDP source port (Annex A17.2.2: flow entropy)
+  uint32_t mtu = 1024;
+  Duration ack_timeout;             // 0: infinite (IBA 9.7, timeout 0)
+  Duration min_rnr;                 // our min_rnr_timer, decoded
+  uint32_t max_rd_atomic = 0;       // requester: outstanding READ/atomic limit
+  uint32_t max_dest_rd_atomic = 0;  // responder: resource table size in use
+  bool sqd_notify = false;
+  bool sqd_drained_sent = false;
+  bool comm_est_sent = false;  // COMM_EST raised (first request received in RTR)
+
+  // --- send queue (free-running indices: head <= next <= tail) ---
+  std::vector<SendWqe> sq;
+  std::vector<Sge> sq_sge;
+  std::vector<uint64_t> sq_host;  // host address of each SGE, resolved when its WQE starts
+  std::vector<std::byte> sq_inline;
+  uint32_t sq_mask = 0;
+  uint32_t sq_head = 0;  // oldest WQE not yet completed (completer)
+  uint32_t sq_next = 0;  // WQE the requester is sending from
+  uint32_t sq_tail = 0;  // producer (post_send)
+
+  // --- requester: segmentation cursor over sq[sq_next] ---
+  uint32_t req_psn = 0;  // next PSN to send
+  uint32_t req_off = 0;  // byte offset in the message
+  uint32_t req_sge = 0;  // SGE index and offset of req_off
+  uint32_t req_sge_off = 0;
+  uint32_t high_psn = 0;  // one past the highest PSN ever sent (retransmit count)
+  uint32_t rd_atomic_inflight = 0;
+  uint32_t pkts_since_ackreq = 0;
+
+  // --- completer ---
+  uint32_t acked_psn = 0;  // highest PSN known acknowledged
+  uint8_t retry_left = 0;
+  uint8_t rnr_left = 0;
+  bool rnr_wait = false;
+  uint32_t rnr_psn = 0;
+  Time rnr_deadline = Time::never();
+  Time retx_deadline = Time::never();
+  // An implied-NAK retry was issued for the WQE at sq index implied_idx; no
+  // other one for it until a timeout (damps retry storms under reordering).
+  bool implied_valid = false;
+  uint32_t implied_idx = 0;
+
+  // --- receive queue (own; unused with an SRQ) ---
+  RecvQueue rq;
+
+  // --- responder ---
+  uint32_t resp_psn = 0;      // expected PSN (ePSN)
+  uint32_t msn = 0;           // message sequence number (IBA 9.7)
+  bool nak_seq_sent = false;  // one NAK-sequence-error per gap (IBA 9.7)
+  InMsg in_msg = InMsg::kNone;
+  bool uc_drop = false;  // UC: drop until the next FIRST/ONLY
+  // receive WQE being filled (copied from the RQ/SRQ when a SEND starts)
+  bool rwqe_active = false;
+  uint64_t rwqe_id = 0;
+  uint32_t rwqe_nsge = 0;
+  uint32_t rwqe_len = 0;
+  std::vector<Sge> rwqe_sge;
+  uint32_t recv_off = 0;
+  uint32_t recv_sge = 0, recv_sge_off = 0;
+  // RDMA WRITE in progress
+  uint64_t wr_va = 0;
+  uint64_t wr_host = 0;  // host address of wr_va (R_Key checked once per message)
+  uint32_t wr_rkey = 0;
+  uint32_t wr_left = 0;
+  uint32_t wr_total = 0;
+  // pending ACK/NAK (one slot: later ACKs coalesce into it)
+  bool ack_pending = false;
+  bool ack_final = false;  // the NAK that precedes entering ERR
+  uint8_t ack_syndrome = 0;
+  uint32_t ack_psn = 0;
+  uint32_t ack_msn = 0;
+  uint32_t pkts_since_ack = 0;
+  // READ/atomic resources (IBA 9.7), capacity cfg.max_rd_atomic
+  std::vector<Resource> res;
+  uint32_t res_alloc = 0;  // sequence number of the next resource
+  uint32_t res_tx = 0;     // sequence number of the next to transmit
+
+  // --- scheduling (intrusive lists of slots, timer heap position) ---
+  uint32_t req_prev = kNone, req_next = kNone;
+  uint32_t resp_prev = kNone, resp_next = kNone;
+  bool in_req_list = false, in_resp_list = false;
+  uint32_t heap_pos = kNone;
+  uint32_t slot = kNone;  // own slot in the QP table
+
+  QpStats stats;
+
+  bool is_rc() const { return type == QpType::kRc; }
+  bool is_ud() const { return type == QpType::kUd; }
+  SendWqe& wqe(uint32_t idx) { return sq[idx & sq_mask]; }
+  Sge* wqe_sges(uint32_t idx) {
+    return &sq_sge[static_cast<size_t>(idx & sq_mask) * cap.max_send_sge];
+  }
+  uint64_t* wqe_hosts(uint32_t idx) {
+    return &sq_host[static_cast<size_t>(idx & sq_mask) * cap.max_send_sge];
+  }
+  std::byte* wqe_inline(uint32_t idx) {
+    return sq_inline.data() + static_cast<size_t>(idx & sq_mask) * cap.max_inline_data;
+  }
+  bool sq_has_unsent() const { return sq_next != sq_tail; }
+  bool res_pending() const { return res_tx != res_alloc; }
+  bool resp_has_output() const { return ack_pending || res_pending(); }
+};
+
+}  // namespace sroce::eng

@@ -1,0 +1,151 @@
+// Completions, and the ways a QP stops: entering ERR (IBA 10.3: every
+// outstanding WQE completes with WR_FLUSH_ERR), a fatal requester error
+// (the failing WQE completes with its status first, IBA 10.8 / 11.4),
+// reset (WQEs vanish without completions), and SQD drain notification.
+#include "impl.h"
+
+namespace sroce {
+
+using namespace eng;
+
+namespace {
+
+WcOpcode wc_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return WcOpcode::kFetchAdd;
+    case WrOpcode::kLocalInv:
+      return WcOpcode::kLocalInv;
+    case WrOpcode::kBindMw:
+      return WcOpcode::kBindMw;
+    default:
+      return WcOpcode::kSend;
+  }
+}
+
+}  // namespace
+
+// IBA 10.8 / 11.4: a completion is generated for a signaled WR, and for
+// every WR that completes in error, signaled or not.
+void Engine::Impl::complete_send(Qp& qp, SendWqe& w, WcStatus status) {
+  ++qp.stats.send_wqes_completed;
+  if (status == WcStatus::kSuccess && !(w.flags & kWqeSignaled)) return;
+  Wc wc;
+  wc.wr_id = w.wr_id;
+  wc.status = status;
+  wc.opcode = wc_opcode(w.opcode);
+  wc.byte_len = w.length;
+  wc.qp_num = qp.qpn;
+  cq_push(qp.send_cq, wc, false);
+}
+
+void Engine::Impl::complete_recv(Qp& qp, const Wc& wc, bool solicited) {
+  ++qp.stats.recv_wqes_completed;
+  cq_push(qp.recv_cq, wc, solicited);
+}
+
+void Engine::Impl::flush_sq(Qp& qp) {
+  for (uint32_t i = qp.sq_head; i != qp.sq_tail; ++i)
+    complete_send(qp, qp.wqe(i), WcStatus::kWrFlushErr);
+  qp.sq_head = qp.sq_next = qp.sq_tail;
+  qp.req_off = qp.req_sge = qp.req_sge_off = 0;
+  qp.rd_atomic_inflight = 0;
+}
+
+void Engine::Impl::flush_rq(Qp& qp) {
+  Wc wc;
+  wc.status = WcStatus::kWrFlushErr;
+  wc.opcode = WcOpcode::kRecv;
+  wc.qp_num = qp.qpn;
+  if (qp.rwqe_active) {  // taken from the RQ/SRQ, not completed yet
+    wc.wr_id = qp.rwqe_id;
+    complete_recv(qp, wc, false);
+    qp.rwqe_active = false;
+  }
+  if (qp.srq != kNone) return;  // SRQ WQEs belong to the SRQ (IBA 10.2)
+  while (!qp.rq.empty()) {
+    wc.wr_id = qp.rq.front().wr_id;
+    complete_recv(qp, wc, false);
+    qp.rq.pop();
+  }
+}
+
+void Engine::Impl::qp_to_error(Qp& qp) {
+  if (qp.state == QpState::kErr) return;
+  qp.state = QpState::kErr;
+  qp.attr.qp_state = QpState::kErr;
+  flush_sq(qp);
+  flush_rq(qp);
+  qp.in_msg = InMsg::kNone;
+  qp.rnr_wait = false;
+  qp.rnr_deadline = qp.retx_deadline = Time::never();
+  if (!qp.ack_final) {
+    qp.ack_pending = false;
+    qp.res_tx = qp.res_alloc;
+  }
+  timer_remove(qp);
+  // IBA 10.2 / 11.6: a QP on an SRQ that enters ERR reports
+  // LAST_WQE_REACHED so that the consumer knows no more SRQ WQEs will be used.
+  if (qp.srq != kNone) raise(AsyncEventType::kLastWqeReached, qp.qpn);
+}
+
+// A send WQE failed: it completes with `status`, then RC goes to ERR (IBA
+// 10.3) while UC/UD go to SQE (IBA 10.3: the send queue is in error,
+// the receive queue keeps working, SQE -> RTS resumes). Either way the rest of
+// the send queue is flushed.
+void Engine::Impl::req_fatal(Qp& qp, WcStatus status) {
+  if (qp.state == QpState::kErr || qp.state == QpState::kSqe) return;
+  if (qp.sq_head != qp.sq_tail) {
+    SendWqe& w = qp.wqe(qp.sq_head);
+    complete_send(qp, w, status);
+    ++qp.sq_head;
+    if (qp.sq_next - qp.sq_head > qp.sq_tail - qp.sq_head) qp.sq_next = qp.sq_head;
+  }
+  if (qp.is_rc()) return qp_to_error(qp);
+  qp.state = qp.attr.qp_state = QpState::kSqe;
+  flush_sq(qp);
+  unsched(qp);
+  if (qp.resp_has_output()) sched_resp(qp);
+}
+
+void Engine::Impl::reset_qp_state(Qp& qp) {
+  unsched(qp);
+  timer_remove(qp);
+  qp.sq_head = qp.sq_next = qp.sq_tail = 0;
+  qp.req_off = qp.req_sge = qp.req_sge_off = 0;
+  qp.rd_atomic_inflight = 0;
+  qp.pkts_since_ackreq = 0;
+  qp.rq.clear();
+  qp.rwqe_active = false;
+  qp.in_msg = InMsg::kNone;
+  qp.uc_drop = false;
+  qp.nak_seq_sent = false;
+  qp.ack_pending = qp.ack_final = false;
+  qp.pkts_since_ack = 0;
+  qp.res_alloc = qp.res_tx = 0;
+  for (Resource& r : qp.res) r = Resource{};
+  qp.rnr_wait = false;
+  qp.rnr_deadline = qp.retx_deadline = Time::never();
+  qp.implied_valid = false;
+  qp.sqd_drained_sent = false;
+  qp.comm_est_sent = false;
+}
+
+// IBA 10.3 / 11.6: in SQD, once every WQE in progress has completed,
+// raise SQ_DRAINED if the consumer asked for it.
+void Engine::Impl::check_sq_drained(Qp& qp) {
+  if (qp.state != QpState::kSqd || qp.sqd_drained_sent) return;
+  if (qp.sq_head != qp.sq_next) return;
+  if (qp.sq_next != qp.sq_tail && qp.wqe(qp.sq_next).started) return;
+  qp.sqd_drained_sent = true;
+  if (qp.sqd_notify) raise(AsyncEventType::kSqDrained, qp.qpn);
+}
+
+}  // namespace sroce

@@ -1,0 +1,151 @@
+#include "control.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace sroce::provider {
+
+ReplyFds::~ReplyFds() {
+  for (int& f : fd) {
+    if (f >= 0) close(f);
+    f = -1;
+  }
+}
+
+ControlChannel::~ControlChannel() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string control_socket_path(const char* devname) {
+  const char* env = getenv("SROCE_SOCKET");
+  if (env != nullptr && env[0] != '\0') return env;
+  std::string path = SROCE_RUN_DIR;
+  path += '/';
+  path += devname;
+  path += ".sock";
+  return path;
+}
+
+int ControlChannel::connect_to(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return ENAMETOOLONG;
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int err = errno;
+    close(fd);
+    return err;
+  }
+  fd_ = fd;
+  return 0;
+}
+
+static int64_t now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ControlChannel::call(uint16_t op, const void* body, size_t body_len, void* reply,
+                         size_t reply_cap, ReplyFds* fds, size_t* reply_len) {
+  if (reply_cap > 0) memset(reply, 0, reply_cap);
+  if (reply_len != nullptr) *reply_len = 0;
+  if (body_len > SROCE_MAX_MSG - sizeof(sroce_msg_hdr)) return EINVAL;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fd_ < 0 || dead()) return EIO;
+
+  uint8_t buf[SROCE_MAX_MSG];
+  sroce_msg_hdr hdr{};
+  hdr.magic = SROCE_ABI_MAGIC;
+  hdr.op = op;
+  hdr.len = static_cast<uint16_t>(body_len);
+  hdr.seq = ++seq_;
+  memcpy(buf, &hdr, sizeof(hdr));
+  if (body_len > 0) memcpy(buf + sizeof(hdr), body, body_len);
+  ssize_t n;
+  do {
+    n = send(fd_, buf, sizeof(hdr) + body_len, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) mark_dead();
+    return EIO;
+  }
+  return receive_reply(op, hdr.seq, reply, reply_cap, fds, reply_len);
+}
+
+int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t reply_cap,
+                                  ReplyFds* fds, size_t* reply_len) {
+  const int64_t deadline = now_ms() + timeout_ms_;
+  uint8_t buf[SROCE_MAX_MSG];
+  for (;;) {
+    int64_t left = deadline - now_ms();
+    if (left <= 0) return ETIMEDOUT;
+    pollfd pfd{fd_, POLLIN, 0};
+    int pr = poll(&pfd, 1, static_cast<int>(left));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0) return EIO;
+    if (pr == 0) return ETIMEDOUT;
+
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxReplyFds)];
+    iovec iov{buf, sizeof(buf)};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof(cbuf);
+    ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {  // 0: the daemon hung up
+      mark_dead();
+      return EIO;
+    }
+    // Collect fds first so that they are closed (by ReplyFds) whatever happens next.
+    ReplyFds local;
+    ReplyFds* out = fds != nullptr ? fds : &local;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int f;
+        memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (out->count < kMaxReplyFds) {
+          out->fd[out->count++] = f;
+        } else {
+          close(f);
+        }
+      }
+    }
+    if (static_cast<size_t>(n) < sizeof(sroce_msg_hdr)) return EPROTO;
+    sroce_msg_hdr hdr;
+    memcpy(&hdr, buf, sizeof(hdr));
+    if (hdr.magic != SROCE_ABI_MAGIC) return EPROTO;
+    if (hdr.seq != seq) {
+      // A late reply to a request that already timed out: drop it and keep waiting.
+      for (int i = 0; i < out->count; ++i) close(out->take(i));
+      out->count = 0;
+      continue;
+    }
+    if (hdr.op != op) return EPROTO;
+    if (hdr.status != 0) {
+      for (int i = 0; i < out->count; ++i) close(out->take(i));
+      out->count = 0;
+      return hdr.status < 0 ? -hdr.status : EPROTO;
+    }
+    size_t body = static_cast<size_t>(n) - sizeof(hdr);
+    if (body > hdr.len) body = hdr.len;
+    size_t copy = body < reply_cap ? body : reply_cap;
+    if (copy > 0) memcpy(reply, buf + sizeof(hdr), copy);
+    if (reply_len != nullptr) *reply_len = body;
+    return 0;
+  }
+}
+
+}  // namespace sroce::provider
