@@ -69,7 +69,7 @@ TEST_CASE("each bad key names itself and what was expected", "[config]") {
       {"[datapath]\nbatch = \"64\"", "t.toml: datapath.batch: expected an integer in 1..1024, got \"64\""},
       {"[datapath]\nport = 70000", "t.toml: datapath.port: expected an integer in 1..65535, got 70000"},
       {"[datapath]\ngso = 1", "t.toml: datapath.gso: expected true or false, got 1"},
-      {"[datapath]\nkind = \"dpdk\"", "t.toml: datapath.kind: expected one of \"udp\", got \"dpdk\""},
+      {"[datapath]\nkind = \"rdma\"", "t.toml: datapath.kind: expected one of \"udp\", \"dpdk\", got \"rdma\""},
       {"[datapath]\nuring_entries = 100", "t.toml: datapath.uring_entries: expected a power of two in 8..32768, got 100"},
       {"[datapath]\nrx_buffer_bytes = 1000",
        "t.toml: datapath.rx_buffer_bytes: expected an integer in 4608..1048576, got 1000"},
