@@ -536,3 +536,63 @@ TEST_CASE("long READ followed by a WRITE under random late delivery completes", 
     }
   }
 }
+
+// Found by the simulator's property test (seeds 2891, 27962: max_rd_atomic 1
+// and 5). The ACK timer resends an answered READ whose response is still on
+// its way; the response completes the READ, the requester sends a new atomic
+// (one outstanding: within max_rd_atomic 1), and the duplicate READ reaches
+// the responder just before the atomic. The replay of the duplicate reuses
+// the original's resource (IBA 9.7.5, C9-150..), so the atomic must be
+// executed, not NAKed invalid request for exceeding max_dest_rd_atomic.
+TEST_CASE("a duplicate READ being replayed does not count against max_dest_rd_atomic",
+          "[rel][dup][rd_atomic]") {
+  const uint8_t limit = GENERATE(uint8_t{1}, uint8_t{2});
+  ConnOpts co{.timeout = 8, .max_rd_atomic = limit, .max_dest_rd_atomic = limit};
+  Pair p({}, co, co);
+  p.b.mem.fill(p.b.addr(0x10000), 512, 9);
+  p.b.mem.put64(p.b.addr(0x20000), 40);
+  int stage = 0;  // 0: hold the READ response; 1: hold requests from a
+  p.w.filter = [&](const WirePkt& x) {
+    if (stage == 0 && x.op() == SROCE_OP_READ_RESP_ONLY) return Verdict::kHold;
+    if (stage == 1 && x.from == 0 && x.op() != SROCE_OP_ACK) return Verdict::kHold;
+    return Verdict::kDeliver;
+  };
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0, 512)}, 1, kSendSignaled,
+               p.b.addr(0x10000), p.b.mr.rkey) == 0);
+  p.w.pump();
+  REQUIRE(p.w.held.size() == 1);  // the READ response
+  const WirePkt resp = p.w.held[0];
+  p.w.held.clear();
+  // The ACK timer fires: the requester asks again; that duplicate is held.
+  stage = 1;
+  p.w.now = p.a->next_deadline();
+  p.a->on_timer(p.w.now);
+  p.w.pump();
+  REQUIRE(p.w.held.size() == 1);
+  REQUIRE(p.w.held[0].op() == SROCE_OP_READ_REQUEST);
+  // The original response arrives: the READ completes.
+  p.w.deliver(resp);
+  auto w1 = p.a.poll();
+  REQUIRE(w1.size() == 1);
+  CHECK(w1[0].status == WcStatus::kSuccess);
+  // A new atomic: the only READ/atomic outstanding now.
+  REQUIRE(post_atomic(p.a, p.qa, WrOpcode::kAtomicFetchAdd, sge(p.a, 0x1000, 8), 2,
+                      p.b.addr(0x20000), p.b.mr.rkey, 2, 0) == 0);
+  p.w.pump();
+  REQUIRE(p.w.held.size() == 2);
+  REQUIRE(p.w.held[1].op() == SROCE_OP_FETCH_ADD);
+  // Duplicate READ, then the atomic, back to back at the responder.
+  stage = 2;
+  p.w.release();
+  auto w2 = wait_wc(p.w, p.a, 1);
+  REQUIRE(w2.size() == 1);
+  INFO(wc_str(w2[0]));
+  CHECK(w2[0].status == WcStatus::kSuccess);  // was REM_INV_REQ_ERR
+  CHECK(w2[0].wr_id == 2);
+  CHECK(p.a.mem.get64(p.a.addr(0x1000)) == 40);
+  CHECK(p.b.mem.get64(p.b.addr(0x20000)) == 42);
+  CHECK(p.a.mem.same(p.a.addr(0), p.b.mem, p.b.addr(0x10000), 512));
+  CHECK(qstats(p.b, p.qb).duplicates == 1);
+  CHECK(p.w.count([](const WirePkt& x) { return x.is_nak(); }) == 0);
+  CHECK(p.b.events().empty());
+}

@@ -64,6 +64,10 @@ struct Resource {
   uint32_t seq = 0;  // allocation sequence number
   Kind kind = kFree;
   bool tx_pending = false;
+  // The original response went out in full once. A replay for a duplicate
+  // request (tx_pending again) then holds no new responder resource: the
+  // requester may already have that response and a new request out.
+  bool answered = false;
   uint32_t first_psn = 0;  // PSNs of the response(s)
   uint32_t last_psn = 0;
   uint32_t msn = 0;  // MSN reported in the response AETH

@@ -69,6 +69,7 @@ size_t build_ack(Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta) {
 
 void res_sent(Qp& qp, Resource& r) {
   r.tx_pending = false;
+  r.answered = true;
   if (qp.res_tx == r.seq) ++qp.res_tx;
 }
 

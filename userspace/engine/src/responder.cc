@@ -212,14 +212,22 @@ void do_write(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
 // A free responder resource (IBA 9.7), or nullptr when the requester
 // has more READ/atomic requests outstanding than max_dest_rd_atomic allows.
 // The table keeps the last cfg.max_rd_atomic entries (for duplicates); an
-// entry is outstanding while its response has not been sent.
+// entry is outstanding while its original response has not been sent in
+// full. A replay for a duplicate request does not count (IBA 9.7.5,
+// C9-150..: a duplicate reuses the resource of its original request): after a
+// go-back-N the duplicate of an answered READ can arrive after the requester
+// got the response and sent a new READ within max_rd_atomic; counting the
+// replay NAKed that valid request (found by the simulator, seed 2891).
 Resource* alloc_res(Qp& qp) {
   if (qp.max_dest_rd_atomic == 0) return nullptr;
   uint32_t pending = 0;
-  for (const Resource& o : qp.res) pending += (o.kind != Resource::kFree && o.tx_pending) ? 1 : 0;
+  for (const Resource& o : qp.res)
+    pending += (o.kind != Resource::kFree && o.tx_pending && !o.answered) ? 1 : 0;
   if (pending >= qp.max_dest_rd_atomic) return nullptr;
   Resource& r = qp.res[qp.res_alloc % qp.res.size()];
-  if (r.kind != Resource::kFree && r.tx_pending) return nullptr;
+  // An entry still owing its original response is never reused; one that is
+  // only replaying for a duplicate is (the requester asks again if needed).
+  if (r.kind != Resource::kFree && r.tx_pending && !r.answered) return nullptr;
   r = Resource{};
   r.seq = qp.res_alloc++;
   return &r;
