@@ -3,8 +3,9 @@
 #   make            build the release tree (build/, binaries in build/bin/)
 #   make deps       install the Debian packages everything needs (idempotent)
 #   make test       release + ASan/UBSan builds, the whole suite, bounded fuzzing
-#   make demo       the main job on its embedded default
-#   make bench      engine benchmark (JSON summary line); bench-ebpf: telemetry overhead
+#   make demo       the main job on its embedded default (demo-sim: in the simulator)
+#   make bench      engine benchmark (JSON summary line); bench-e2e: perftest across
+#                   sroced vs raw UDP; bench-ebpf: telemetry overhead
 #   make test-e2e   only the end-to-end tests (unchanged ibv_*/perftest across sroced)
 #   make kmod       the kernel module; make test-vm: its tests under qemu
 #   make defconfig / menuconfig   Kconfig feature switches (.config)
@@ -16,7 +17,7 @@ GENERATOR  := -G Ninja
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz test-e2e test-vm kmod demo bench bench-ebpf clean defconfig menuconfig
+.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-ebpf clean defconfig menuconfig
 
 all: build
 
@@ -61,11 +62,22 @@ test-fuzz: build-fuzz
 test: test-unit test-vm test-fuzz
 	@echo "make test: all suites passed"
 
+# Two hosts (network namespaces) over a four-spine multipath fabric, sroced on
+# each, Debian's unchanged ibv_rc_pingpong / ib_write_bw / ib_write_lat across
+# them, and a report (docs/demo.md). demo-sim: the same idea in the simulator.
 demo: build
+	tools/demo/demo.sh $(BUILD)
+
+demo-sim: build
 	$(BUILD)/bin/sroce-sim run demo
 
 bench: build
 	$(BUILD)/bin/sroce-sim run engine-bench --json
+
+# Unchanged perftest across sroced on the namespace fabric beside the raw UDP
+# path of the same fabric (JSON summary line; docs/demo.md).
+bench-e2e: build
+	/usr/bin/python3 tools/bench/bench_e2e.py --build $(BUILD) $(BENCH_E2E_ARGS)
 
 # eBPF telemetry overhead: packets/s through a veth pair with and without the
 # programs (root, ~70 s).

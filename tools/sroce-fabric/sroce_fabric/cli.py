@@ -1,7 +1,7 @@
 """sroce-fabric: hosts and a multipath leaf/spine fabric on one machine.
 
   sroce-fabric up [--hosts N] [--spines S] [--rate R] [--delay D] [--loss P] [--name PREFIX]
-  sroce-fabric exec HOST -- CMD...
+  sroce-fabric exec HOST -- CMD...          (with up --sroced: SROCE_SOCKET is HOST's daemon)
   sroce-fabric impair LINK [--loss P] [--ce P] [--rate R] [--delay D] [down|up|clear]
   sroce-fabric addr HOST
   sroce-fabric status [--json]
@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from . import fabric, impair, netns, status
+from . import fabric, impair, netns, sroced, status
 from .state import RunDir, run_root
 from .topology import TopologyError
 
@@ -58,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hash-seed", type=lambda x: int(x, 0), default=fabric.DEFAULT_HASH_SEED,
                    help="multipath hash seed of every router (0: random per namespace); fixed "
                    "by default so a source port takes the same spine on every run")
-    p.add_argument("--sroced", action="store_true", help="start sroced on every host")
+    p.add_argument("--sroced", action="store_true",
+                   help="start sroced on every host (exec then sets SROCE_SOCKET to its socket)")
 
     sub.add_parser("down", parents=[common], help="remove the fabric and everything it started")
 
@@ -140,10 +141,14 @@ def _cmd_impair(a) -> int:
 def _cmd_exec(a, argv: list[str]) -> int:
     if not argv:
         raise ValueError("exec: expected HOST -- CMD...")
-    _rd, _state, topo = fabric.load_up(a.name)
+    _rd, state, topo = fabric.load_up(a.name)
     node = topo.host(a.host)
     os.environ["SROCE_FABRIC_HOST"] = node.name
     os.environ["SROCE_FABRIC_PREFIX"] = a.name
+    # With `up --sroced`: SROCE_SOCKET names this host's daemon, for the
+    # provider and sroce-run (it replaces an inherited value, which would
+    # name some other daemon).
+    os.environ.update(sroced.exec_env(state, node.name))
     sys.stdout.flush()
     os.execvp("ip", netns.ns_exec_argv(node.netns, argv))
     return 127  # not reached

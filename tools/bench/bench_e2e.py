@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+"""`make bench-e2e`: unchanged perftest across sroce beside the raw UDP figures
+of the same veth path, in one run; prints a JSON line.
+
+    tools/bench/bench_e2e.py [--build BUILD] [--seconds S] [--iters N] [--repeat R]   (root)
+
+One veth pair joins two network namespaces (MTU 9000, so RoCE MTU 4096 fits).
+On that path, in this order:
+
+1. sroce-udp-bench (userspace/daemon/bench): raw UDP goodput with GSO on send
+   and GRO on receive, 4 KiB segments, plain sockets (the ceiling); the same
+   through sroced's UdpDatapath without the engine (`datapath_udp_gbps`); and a
+   64-byte raw UDP ping-pong. It uses port 4791, so it runs before the daemons.
+2. sroced in each namespace; then through sroce-run, unchanged:
+   ib_write_bw -s 65536 -m 4096 with 1 QP and with 8 QPs (-D S each),
+   ib_send_lat and ib_write_lat -s 64 (-n N each).
+
+Latency convention: ib_send_lat and ib_write_lat print half the measured
+round trip (perftest divides by its rtt_factor 2), so the raw ping-pong is
+halved the same way: `raw_pingpong_p50_us` is the raw round trip / 2 and
+`lat_ratio_p50` compares like with like (it equals the ratio of the round
+trips). The raw round trips are kept as `raw_pingpong_rtt_p50_us` / `_p99_us`.
+
+Aims from issue 3: write_bw_ratio >= 0.8, lat_ratio_p50 <= 1.5. This script
+reports; it fails (exit 1) only when a measurement could not be made."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perftest_out  # noqa: E402
+
+IP_A, IP_B = "10.234.0.1", "10.234.0.2"
+PORT = 18750  # perftest's TCP port for exchanging QP numbers
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def sh(*argv: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise BenchError(f"{' '.join(argv)}: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    return p
+
+
+class Path:
+    """Two namespaces joined by one veth pair; removed by close()."""
+
+    def __init__(self, tag: str):
+        self.ns = (f"{tag}a", f"{tag}b")
+        self.dev = (f"{tag}va", f"{tag}vb")
+        self.ip = (IP_A, IP_B)
+        self.created: list[str] = []
+
+    def open(self) -> None:
+        for ns in self.ns:
+            sh("ip", "netns", "add", ns)
+            self.created.append(ns)
+        sh("ip", "link", "add", self.dev[0], "netns", self.ns[0], "type", "veth",
+           "peer", "name", self.dev[1], "netns", self.ns[1])
+        for ns, dev, ip in zip(self.ns, self.dev, self.ip):
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "mtu", "9000", "up")
+
+    def close(self) -> None:
+        for ns in self.created:
+            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            sh("ip", "netns", "del", ns, check=False)
+        self.created = []
+
+
+def answers(path: str) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.settimeout(1.0)
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+class Daemons:
+    def __init__(self, bindir: str, path: Path, work: str, log_level: str):
+        self.procs: list[subprocess.Popen] = []
+        self.socks = [os.path.join(work, f"sroced-{i}.sock") for i in range(2)]
+        self.logs = [os.path.join(work, f"sroced-{i}.log") for i in range(2)]
+        for i in range(2):
+            with open(self.logs[i], "wb") as log:
+                self.procs.append(subprocess.Popen(
+                    ["ip", "netns", "exec", path.ns[i], os.path.join(bindir, "sroced"),
+                     "--config", "/dev/null", "--netdev", path.dev[i], "--socket", self.socks[i],
+                     "--log-level", log_level],
+                    stdout=log, stderr=log, stdin=subprocess.DEVNULL))
+        deadline = time.monotonic() + 30
+        for i in range(2):
+            while not answers(self.socks[i]):
+                if self.procs[i].poll() is not None or time.monotonic() > deadline:
+                    raise BenchError(f"sroced {i} did not come up:\n{open(self.logs[i]).read()}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+
+def listening(ns: str, port: int) -> bool:
+    out = sh("ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}", check=False).stdout
+    return bool(out.strip())
+
+
+def perftest_pair(bindir: str, path: Path, socks: list[str], argv: list[str],
+                  timeout: float) -> str:
+    """Server in namespace b, client in a (traffic a -> b); returns the
+    client's report. Both must exit 0."""
+    def cmd(i: int, extra: list[str]) -> list[str]:
+        return ["timeout", "-k", "5", str(int(timeout)), "ip", "netns", "exec", path.ns[i],
+                os.path.join(bindir, "sroce-run"), "--socket", socks[i], "--",
+                *argv, "-p", str(PORT), *extra]
+
+    server = subprocess.Popen(cmd(1, []), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not listening(path.ns[1], PORT):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(f"{argv[0]} server did not start:\n{server.communicate()[0]}")
+            time.sleep(0.05)
+        client = subprocess.run(cmd(0, [path.ip[1]]), capture_output=True, text=True,
+                                timeout=timeout + 10)
+        sout = server.communicate(timeout=timeout + 10)[0]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    if client.returncode != 0 or server.returncode != 0:
+        raise BenchError(f"{' '.join(argv)}: client exit {client.returncode}, server exit "
+                         f"{server.returncode}\n--- client:\n{client.stdout}{client.stderr}"
+                         f"\n--- server:\n{sout}")
+    return client.stdout
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def main() -> int:
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(here, "..", "..", "build"),
+                    help="build directory (its bin/ holds sroced, sroce-run, sroce-udp-bench)")
+    ap.add_argument("--seconds", type=float, default=4, help="duration of each bandwidth run")
+    ap.add_argument("--iters", type=int, default=5000, help="round trips of each latency run")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each measurement; the median is reported")
+    ap.add_argument("--log-level", default="warn", help="sroced's log level")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every program's report")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench-e2e: needs root (network namespaces): sudo make bench-e2e", file=sys.stderr)
+        return 1
+    bindir = os.path.join(os.path.abspath(a.build), "bin")
+    for f in ("sroced", "sroce-run", "sroce-udp-bench"):
+        if not os.access(os.path.join(bindir, f), os.X_OK):
+            print(f"bench-e2e: {bindir}/{f} is missing: build first (make build)", file=sys.stderr)
+            return 1
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    def log(msg: str) -> None:
+        print(f"bench-e2e: {msg}", file=sys.stderr, flush=True)
+
+    path = Path(f"sbe{os.getpid() % 100000}")
+    work = tempfile.mkdtemp(prefix="sroce-bench-e2e.")
+    daemons = None
+    res: dict = {"loadavg_1m_start": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    try:
+        path.open()
+        log(f"veth path {path.ns[0]} ({IP_A}) <-> {path.ns[1]} ({IP_B}), MTU 9000; "
+            f"load average {res['loadavg_1m_start']} on {res['cpus']} CPUs")
+
+        raw_gbps, dp_gbps, rtt50, rtt99 = [], [], [], []
+        for _ in range(a.repeat):
+            log("raw UDP GSO/GRO goodput and ping-pong (sroce-udp-bench)")
+            out = sh(os.path.join(bindir, "sroce-udp-bench"), "--ns-a", path.ns[0],
+                     "--ns-b", path.ns[1], "--ip-a", IP_A, "--ip-b", IP_B,
+                     "--seconds", str(a.seconds), "--segment", "4096", "--iters", str(a.iters),
+                     timeout=120 + 3 * a.seconds).stdout
+            raw = json.loads(out.strip().splitlines()[-1])
+            if a.verbose:
+                log(f"  {raw}")
+            if raw.get("raw_udp_gbps", -1) <= 0 or raw.get("raw_pingpong_p50_us", -1) <= 0:
+                raise BenchError(f"sroce-udp-bench failed: {raw}")
+            raw_gbps.append(raw["raw_udp_gbps"])
+            dp_gbps.append(raw.get("datapath_udp_gbps", -1))
+            rtt50.append(raw["raw_pingpong_p50_us"])
+            rtt99.append(raw["raw_pingpong_p99_us"])
+
+        log("starting sroced in both namespaces")
+        daemons = Daemons(bindir, path, work, a.log_level)
+        bw_common = ["ib_write_bw", "-x", "0", "-F", "--report_gbits", "-m", "4096",
+                     "-s", "65536", "-D", str(int(max(1, a.seconds)))]
+        bw: dict[int, list[float]] = {1: [], 8: []}
+        lat: dict[str, list[dict]] = {"send": [], "write": []}
+        for _ in range(a.repeat):
+            for q in (1, 8):
+                log(f"ib_write_bw, {q} QP{'s' if q > 1 else ''}, 64 KiB, MTU 4096")
+                text = perftest_pair(bindir, path, daemons.socks, bw_common + ["-q", str(q)],
+                                     timeout=90 + 2 * a.seconds)
+                if a.verbose:
+                    print(text, file=sys.stderr)
+                bw[q].append(perftest_out.bw_gbps(text))
+                log(f"  {bw[q][-1]:.2f} Gbit/s")
+            for verb in ("send", "write"):
+                log(f"ib_{verb}_lat, 64 B, {a.iters} iterations")
+                text = perftest_pair(bindir, path, daemons.socks,
+                                     [f"ib_{verb}_lat", "-x", "0", "-F", "-m", "4096", "-s", "64",
+                                      "-n", str(a.iters)], timeout=90 + a.iters / 500)
+                if a.verbose:
+                    print(text, file=sys.stderr)
+                lat[verb].append(perftest_out.lat_us(text))
+                log(f"  p50 {lat[verb][-1]['p50']:.2f} us, p99 {lat[verb][-1]['p99']:.2f} us")
+    except (BenchError, perftest_out.ParseError, subprocess.TimeoutExpired, OSError,
+            json.JSONDecodeError) as e:
+        log(f"FAILED: {e}")
+        if daemons:
+            for lg in daemons.logs:
+                log(f"--- {lg}:\n{open(lg).read()[-2000:]}")
+        return 1
+    except KeyboardInterrupt as e:
+        log(f"interrupted ({str(e) or 'SIGINT'}); cleaning up")
+        return 130
+    finally:
+        if daemons:
+            daemons.stop()
+        path.close()
+        for f in os.listdir(work):
+            os.unlink(os.path.join(work, f))
+        os.rmdir(work)
+
+    r2 = lambda x: round(x, 2)  # noqa: E731
+    res["write_bw_gbps_1qp"] = r2(median(bw[1]))
+    res["write_bw_gbps_8qp"] = r2(median(bw[8]))
+    res["raw_udp_gbps"] = r2(median(raw_gbps))
+    # The same traffic through sroced's UdpDatapath alone (io_uring, GSO packing), no engine:
+    # where the gap between raw UDP and ib_write_bw is spent.
+    res["datapath_udp_gbps"] = r2(median(dp_gbps))
+    # The better of 1 and 8 QPs against the raw single-flow goodput; both ratios are kept.
+    res["write_bw_ratio_1qp"] = round(res["write_bw_gbps_1qp"] / res["raw_udp_gbps"], 3)
+    res["write_bw_ratio_8qp"] = round(res["write_bw_gbps_8qp"] / res["raw_udp_gbps"], 3)
+    res["write_bw_ratio"] = max(res["write_bw_ratio_1qp"], res["write_bw_ratio_8qp"])
+    for verb in ("send", "write"):
+        res[f"{verb}_lat_p50_us"] = r2(median([x["p50"] for x in lat[verb]]))
+        res[f"{verb}_lat_p99_us"] = r2(median([x["p99"] for x in lat[verb]]))
+    res["raw_pingpong_p50_us"] = r2(median(rtt50) / 2)
+    res["raw_pingpong_p99_us"] = r2(median(rtt99) / 2)
+    res["raw_pingpong_rtt_p50_us"] = r2(median(rtt50))
+    res["raw_pingpong_rtt_p99_us"] = r2(median(rtt99))
+    res["lat_ratio_p50"] = round(res["send_lat_p50_us"] / res["raw_pingpong_p50_us"], 3)
+    res["lat_ratio_p99"] = round(res["send_lat_p99_us"] / res["raw_pingpong_p99_us"], 3)
+    res["write_lat_ratio_p50"] = round(res["write_lat_p50_us"] / res["raw_pingpong_p50_us"], 3)
+    res["latency_convention"] = "one-way = round trip / 2 (perftest send/write lat)"
+    res["repeat"] = a.repeat
+    res["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

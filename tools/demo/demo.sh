@@ -1,0 +1,189 @@
+#!/bin/bash
+# `make demo`: unchanged RDMA programs across sroce, over a multipath fabric on this machine.
+#
+#   tools/demo/demo.sh [BUILD_DIR]        (root; BUILD_DIR defaults to build)
+#
+# 1. sroce-fabric up --sroced: hosts h1 and h2 (network namespaces) on two leaves joined by four
+#    spines, Linux multipath routes hashing the UDP 5-tuple, one sroced per host;
+# 2. Debian's own ibv_rc_pingpong (with -c: the server checks the data it received), then
+#    ib_write_bw (4 QPs, 64 KiB messages, MTU 4096) and ib_write_lat, each server on h2 and
+#    client on h1, through `sroce-fabric exec HOST -- sroce-run -- PROGRAM` (nothing else: the
+#    fabric exports SROCE_SOCKET for the host's daemon);
+# 3. a report (tools/demo/report.py): throughput, latency, RoCE packets per spine (multipath),
+#    and the daemons' own `sroce qps` (sampled during ib_write_bw) and `sroce lanes`;
+# 4. sroce-fabric down: always, also on failure, Ctrl-C or SIGTERM (trap).
+# Every command runs under `timeout`. Exit status 0 only if every program passed.
+set -u
+
+here=$(dirname "$(readlink -f "$0")")
+build=$(readlink -f "${1:-build}")
+bin=$build/bin
+name=${SROCE_DEMO_NAME:-srdemo}   # the fabric's name: namespaces srdemo-h1, ...
+run_dir=${SROCE_FABRIC_RUN_DIR:-/run/sroce-fabric}/$name   # its state, daemon sockets and logs
+port_base=${SROCE_DEMO_PORT:-18700}
+py=/usr/bin/python3
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+# Runs "$@" under timeout SECS, in the background, and waits for it: a trapped signal
+# interrupts `wait` at once, whereas bash runs a trap only after a foreground command ends (and
+# not at all if that command handled the SIGINT itself). Nothing long runs in the foreground.
+run_for() {
+  local secs=$1
+  shift
+  timeout -k 5 "$secs" "$@" &
+  wait $!
+}
+pause() {  # sleep, interruptible by a trapped signal likewise
+  sleep "$1" &
+  wait $!
+}
+
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces): sudo make demo"
+for f in sroce-fabric sroced sroce-run sroce; do
+  [ -x "$bin/$f" ] || die "$bin/$f is missing: run 'make build' first"
+done
+for p in ibv_rc_pingpong ib_write_bw ib_write_lat; do
+  command -v "$p" >/dev/null || die "$p is missing: run 'make deps' (ibverbs-utils, perftest)"
+done
+
+work=$(mktemp -d /tmp/sroce-demo.XXXXXX)
+sampler=
+# The script's own stdout and stderr: a trap may run while a command's output is redirected
+# into $work, and the cleanup's messages must still reach the user.
+exec 3>&1 4>&2
+cleanup() {
+  local rc=$?
+  # Ignored, not reset: a second Ctrl-C (or make passing one on) must not cut the teardown short.
+  trap '' INT TERM HUP
+  trap - EXIT
+  exec 1>&3 2>&4
+  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null
+  # The timeouts of background programs forward the TERM to them.
+  local j
+  for j in $(jobs -p); do kill "$j" 2>/dev/null; done
+  if [ -d "$run_dir" ] || ip netns list | grep -q "^$name-"; then
+    [ "$rc" -ne 0 ] && cp "$run_dir"/sroced-*.log "$work/" 2>/dev/null
+    echo
+    echo "demo: removing the fabric"
+    timeout -k 5 120 "$bin/sroce-fabric" down --name "$name" >/dev/null 2>&1 ||
+      echo "demo: 'sroce-fabric down --name $name' failed; run it by hand" >&2
+  fi
+  if [ "$rc" -ne 0 ] && [ -d "$work" ]; then
+    case $rc in
+      129 | 130 | 143) echo "demo: interrupted; what it had so far is in $work" >&2 ;;
+      *) echo "demo: FAILED (exit $rc); the programs' outputs and daemon logs are in $work" >&2 ;;
+    esac
+  else
+    rm -rf "$work"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# snapshot TAG: the fabric's counters (per spine) into $work/spines-TAG.json
+snapshot() {
+  run_for 60 "$bin/sroce-fabric" status --name "$name" --json >"$work/spines-$1.json" ||
+    die "sroce-fabric status failed"
+}
+
+# wait_listen HOST PORT: until a server listens on TCP PORT in HOST (perftest and the
+# pingpong examples exchange their QP numbers over TCP before any RDMA).
+wait_listen() {
+  local i
+  for i in $(seq 100); do
+    run_for 20 "$bin/sroce-fabric" exec --name "$name" "$1" -- ss -Hltn "sport = :$2" \
+      >"$work/listen" 2>/dev/null
+    [ -s "$work/listen" ] && return 0
+    pause 0.2
+  done
+  return 1
+}
+
+# pair TAG SECS PORT PROGRAM ARGS...: PROGRAM ARGS on h2 (server), then PROGRAM ARGS ADDR(h2)
+# on h1 (client); outputs in $work/TAG.server and $work/TAG.client. Fails unless both exit 0.
+pair() {
+  local tag=$1 secs=$2 port=$3
+  shift 3
+  snapshot "$tag-before"
+  timeout -k 5 "$secs" "$bin/sroce-fabric" exec --name "$name" h2 -- "$bin/sroce-run" -- "$@" \
+    >"$work/$tag.server" 2>&1 &
+  local server=$!
+  if ! wait_listen h2 "$port"; then
+    kill "$server" 2>/dev/null
+    cat "$work/$tag.server"
+    die "$1: the server on h2 did not start"
+  fi
+  run_for "$secs" "$bin/sroce-fabric" exec --name "$name" h1 -- "$bin/sroce-run" -- "$@" "$h2" \
+    >"$work/$tag.client" 2>&1
+  local crc=$?
+  wait "$server"
+  local src=$?
+  snapshot "$tag-after"
+  if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ]; then
+    echo "--- server (h2), exit $src:"
+    cat "$work/$tag.server"
+    echo "--- client (h1), exit $crc:"
+    cat "$work/$tag.client"
+    die "$1 failed"
+  fi
+  echo "$1: ok"
+}
+
+# sample_qps: `sroce qps` of both daemons every 0.3 s, keeping the last one that shows QPs
+# (the QPs exist only while the program runs).
+sample_qps() {
+  local h out
+  while :; do
+    for h in h1 h2; do
+      out=$(timeout -k 2 10 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" qps 2>&1)
+      if [ $? -eq 0 ] && ! grep -q "^no QPs" <<<"$out"; then
+        printf '%s\n' "$out" >"$work/qps-$h.txt.new" && mv "$work/qps-$h.txt.new" "$work/qps-$h.txt"
+      fi
+    done
+    sleep 0.3
+  done
+}
+
+say "1/4  fabric: h1 and h2 over 4 spines, sroced on each host"
+run_for 180 "$bin/sroce-fabric" up --name "$name" --hosts 2 --spines 4 --sroced >"$work/up.txt" 2>&1
+up_rc=$?
+cat "$work/up.txt"
+[ "$up_rc" -eq 0 ] || die "sroce-fabric up failed"
+grep -q "sroced running on 2 hosts" "$work/up.txt" || die "sroced did not start on both hosts"
+for h in h1 h2; do
+  run_for 30 "$bin/sroce-fabric" addr --name "$name" "$h" >"$work/addr-$h" ||
+    die "no address for $h"
+done
+h1=$(<"$work/addr-h1")
+h2=$(<"$work/addr-h2")
+echo "$h1 $h2" >"$work/addrs"
+
+say "2/4  ibv_rc_pingpong (RC SEND/RECV, 64 KiB, -c: the server checks the data it received)"
+pair pingpong 120 "$port_base" ibv_rc_pingpong -g 0 -m 4096 -s 65536 -n 500 -c -p "$port_base"
+
+say "3/4  ib_write_bw (4 QPs, 64 KiB, MTU 4096, 3 s) and ib_write_lat (64 B)"
+sample_qps &
+sampler=$!
+pair write_bw 120 $((port_base + 1)) \
+  ib_write_bw -x 0 -F --report_gbits -m 4096 -s 65536 -q 4 -D 3 -p $((port_base + 1))
+kill "$sampler" 2>/dev/null
+wait "$sampler" 2>/dev/null
+sampler=
+pair write_lat 120 $((port_base + 2)) \
+  ib_write_lat -x 0 -F -m 4096 -s 64 -n 2000 -p $((port_base + 2))
+
+for h in h1 h2; do
+  run_for 30 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" lanes \
+    >"$work/lanes-$h.txt" 2>&1
+  run_for 30 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" status --json \
+    >"$work/status-$h.json" 2>&1
+done
+
+say "4/4  results"
+"$py" "$here/report.py" "$work" || die "the report found a problem (see above)"
+# The trap removes the fabric.
