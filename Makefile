@@ -17,7 +17,7 @@ GENERATOR  := -G Ninja
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-ebpf clean defconfig menuconfig
+.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-dpdk bench-ebpf clean defconfig menuconfig
 
 all: build
 
@@ -78,6 +78,11 @@ bench: build
 # path of the same fabric (JSON summary line; docs/demo.md).
 bench-e2e: build
 	/usr/bin/python3 tools/bench/bench_e2e.py --build $(BUILD) $(BENCH_E2E_ARGS)
+
+# sroced's DPDK datapath (af_xdp over veth) with unchanged ib_write_bw beside
+# dpdk-testpmd txonly -> rxonly on the same path (root, about a minute; JSON).
+bench-dpdk: build
+	dpdk-pmd/bench/bench_dpdk.sh $(BUILD)/bin
 
 # eBPF telemetry overhead: packets/s through a veth pair with and without the
 # programs (root, ~70 s).

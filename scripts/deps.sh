@@ -17,6 +17,8 @@ PACKAGES=(
   ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers rdmacm-utils librdmacm-dev
   # the kernel module and its qemu tests
   linux-headers-amd64 qemu-system-x86 busybox-static sparse kmod cpio
+  # the DPDK datapath (af_xdp and af_packet vdevs)
+  libdpdk-dev dpdk dpdk-dev libxdp-dev
 )
 
 missing=()

@@ -346,6 +346,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("dpdk.tx_desc", c.dpdk.tx_desc, 64, 16384, true);
   r.string("dpdk.xdp_prog", c.dpdk.xdp_prog, {}, true, 4095);
   r.integer("dpdk.sleep_poll_us", c.dpdk.sleep_poll_us, 0, 1000000);
+  r.integer("dpdk.idle_yield_passes", c.dpdk.idle_yield_passes, 0, 1 << 30);
   r.integer("dpdk.max_tx_ports", c.dpdk.max_tx_ports, 1, 65535);
   r.string_list("dpdk.static_neighbours", c.dpdk.static_neighbours);
   r.string_list("dpdk.eal_args", c.dpdk.eal_args);

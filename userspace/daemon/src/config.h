@@ -68,7 +68,8 @@ struct Config {
     uint32_t rx_desc = 1024;
     uint32_t tx_desc = 1024;
     std::string xdp_prog;          // af_xdp: "" = sroce's steering program, "none" = the PMD's own
-    uint32_t sleep_poll_us = 0;    // 0 = never sleep (a busy core); else look every N us when idle
+    uint32_t sleep_poll_us = 0;    // 0 = never sleep (a busy core); else idle looks at most N us apart
+    uint32_t idle_yield_passes = 32;  // sched_yield after N passes without a packet (0 = never)
     uint32_t max_tx_ports = 1024;  // distinct lane source ports counted
     std::vector<std::string> static_neighbours;  // "10.0.0.2=02:00:00:00:00:02" (no kernel netdev)
     std::vector<std::string> eal_args;           // appended to the EAL command line

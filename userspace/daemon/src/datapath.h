@@ -83,6 +83,10 @@ class Datapath {
   // or 0 when only the interface MTU limits it. The daemon caps the MTU it
   // reports and the engine's port MTU with it.
   virtual uint32_t mtu_limit() const { return 0; }
+  // A poll-mode backend (DPDK): the loop spins on it, so an idle pass is
+  // cheap and frequent; the loop then looks at its sockets and doorbells
+  // (a syscall) every few passes instead of on every idle one.
+  virtual bool poll_mode() const { return false; }
   // Backend-specific counters as a JSON object ("" = none), shown under
   // "datapath" in STATS (e.g. the DPDK backend's per-queue counters).
   virtual std::string stats_json() const { return {}; }
