@@ -166,3 +166,68 @@ TEST_CASE("top: one frame has peers and lanes, worst first") {
   CHECK(human(1234567) == "1.23M");
   CHECK(human(42) == "42");
 }
+
+namespace {
+
+// One SROCE_OP_STATS object as sroced sends it (the keys render_top_daemon reads).
+nlohmann::json daemon_stats(uint64_t scale) {
+  using J = nlohmann::json;
+  J qps = J::array();
+  qps.push_back({{"qpn", 17}, {"type", "RC"}, {"state", "RTS"}, {"pid", 42}, {"dest_qpn", 99},
+                 {"tx_packets", 100 * scale}, {"rx_packets", 90 * scale}, {"retransmits", 0},
+                 {"timeouts", 0}, {"naks_received", 0}, {"naks_sent", 0}, {"duplicates", 0}});
+  qps.push_back({{"qpn", 18}, {"type", "RC"}, {"state", "RTS"}, {"pid", 42}, {"dest_qpn", 98},
+                 {"tx_packets", 10 * scale}, {"rx_packets", 9 * scale}, {"retransmits", 5 * scale},
+                 {"timeouts", 1}, {"naks_received", 2}, {"naks_sent", 0}, {"duplicates", 0}});
+  J lanes = J::array();
+  lanes.push_back({{"sport", 1000}, {"local", "10.0.0.1"}, {"tx_packets", 150 * scale},
+                   {"tx_bytes", 15000 * scale}, {"tx_sends", 10}});
+  lanes.push_back({{"sport", 1234}, {"local", "10.0.0.1"}, {"tx_packets", 3 * scale},
+                   {"tx_bytes", 300 * scale}, {"tx_sends", 3}});
+  return {{"qps", qps}, {"lanes", lanes}};
+}
+
+// The line of `f` after `from` that starts with `first` (its first column).
+std::string line_of(const std::string& f, size_t from, const std::string& first) {
+  size_t p = from;
+  while ((p = f.find('\n', p)) != std::string::npos) {
+    ++p;
+    if (f.compare(p, first.size(), first) == 0) return f.substr(p, f.find('\n', p) - p);
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("top: sroced's QPs worst first, its lanes beside the wire's") {
+  const Snapshot wire = sample();
+  const auto before = daemon_stats(1), now = daemon_stats(3);
+  const std::string f = render_top_daemon(now, &before, 2.0, &wire, 20);
+  INFO(f);
+  const auto qps = f.find("SROCED QPS"), lanes = f.find("SROCED LANES");
+  REQUIRE(qps != std::string::npos);
+  REQUIRE(lanes != std::string::npos);
+  // QP 18 retransmits: it comes first.
+  const auto first_row = f.find('\n', f.find("QPN", qps)) + 1;
+  CHECK(f.compare(first_row, 2, "18") == 0);
+  // QP 17: (300 - 100) / 2 s = 100 packets/s sent.
+  const std::string q17 = line_of(f, qps, "17");
+  REQUIRE(!q17.empty());
+  CHECK(q17.find(" 100 ") != std::string::npos);
+  // Lane 1000: sroced sent 450; the wire's egress on source port 1000 is
+  // 100 + 50 + 7 packets, 17 of them retransmitted (10.8 %).
+  const std::string l1000 = line_of(f, lanes, "1000");
+  REQUIRE(!l1000.empty());
+  CHECK(l1000.find(" 450 ") != std::string::npos);
+  CHECK(l1000.find(" 157 ") != std::string::npos);
+  CHECK(l1000.find(" 17 ") != std::string::npos);
+  CHECK(l1000.find("10.83") != std::string::npos);
+  // Lane 1234 never crossed the wire's programs: dashes there.
+  const std::string l1234 = line_of(f, lanes, "1234");
+  REQUIRE(!l1234.empty());
+  CHECK(l1234.find(" - ") != std::string::npos);
+  // Without telemetry, the lanes section says so; without a previous frame, no rates.
+  const std::string g = render_top_daemon(now, nullptr, 0, nullptr, 20);
+  CHECK(g.find("no telemetry attached") != std::string::npos);
+  CHECK(line_of(g, g.find("SROCED QPS"), "17").find(" - ") != std::string::npos);
+}

@@ -3,9 +3,11 @@
 // any terminal; --once prints a single frame (with rates over one interval)
 // and exits, for scripts and tests.
 //
-// The wire's side comes from the telemetry maps. The transport's own per-QP
-// and per-lane counters (sroced) are meant to join as further sections of the
-// same frame when the daemon exists; render_top() is where they go.
+// The wire's side comes from the telemetry maps; the transport's side (sroced's
+// per-QP and per-lane counters) from the daemon's control socket, joined to
+// the wire's lanes by source port. Either may be missing (no telemetry
+// attached, no daemon running): top shows what there is, and fails only when
+// there is neither.
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "cmd_daemon.h"
 #include "commands.h"
 #include "telemetry/tm_loader.h"
 #include "telemetry_view.h"
@@ -33,6 +36,10 @@ struct TopOpts {
   double interval_s = 1.0;
   size_t limit = 20;
   bool once = false;
+  std::string dev = "sroce0";  // sroced's device (socket SROCE_RUN_DIR/<dev>.sock or $SROCE_SOCKET)
+  std::string socket;          // sroced's control socket, overrides dev
+  bool no_daemon = false;
+  bool require_daemon = false;  // --socket/--dev given: the daemon must answer
 };
 
 void sleep_for(double s) {
@@ -57,25 +64,57 @@ int run_top(const TopOpts& o) {
   sigaction(SIGTERM, &sa, nullptr);
   const bool tty = isatty(STDOUT_FILENO);
 
-  auto prev = telemetry::read_snapshot(o.pin_dir);
-  if (!prev) {
-    std::fprintf(stderr, "sroce top: %s\n", prev.error().message.c_str());
+  // Each source: the wire (telemetry maps) and the transport (sroced).
+  struct Sources {
+    Result<telemetry::Snapshot> wire = Error{ENOENT, ""};
+    Result<nlohmann::json> daemon = Error{ENOENT, ""};
+  };
+  const std::string sock = o.socket.empty() ? daemon_socket_path(o.dev) : o.socket;
+  auto read = [&] {
+    Sources s;
+    s.wire = telemetry::read_snapshot(o.pin_dir);
+    if (!o.no_daemon) s.daemon = fetch_daemon_stats(sock);
+    return s;
+  };
+  Sources prev = read();
+  if (!prev.wire && (o.no_daemon || !prev.daemon)) {
+    std::fprintf(stderr, "sroce top: %s\n", prev.wire.error().message.c_str());
+    if (!o.no_daemon) std::fprintf(stderr, "sroce top: %s\n", prev.daemon.error().message.c_str());
     return 1;
   }
+  if (o.require_daemon && !prev.daemon) {
+    std::fprintf(stderr, "sroce top: %s\n", prev.daemon.error().message.c_str());
+    return 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
   while (!g_stop) {
     sleep_for(o.interval_s);
-    auto now = telemetry::read_snapshot(o.pin_dir);
-    if (!now) {
-      std::fprintf(stderr, "sroce top: %s\n", now.error().message.c_str());
+    Sources now = read();
+    auto t1 = std::chrono::steady_clock::now();
+    if (!now.wire && !now.daemon) {
+      std::fprintf(stderr, "sroce top: %s\n", now.wire.error().message.c_str());
       return 1;
     }
-    const double secs = static_cast<double>(now->taken_ns - prev->taken_ns) * 1e-9;
-    std::string frame = telemetry::render_top(*now, &*prev, secs, t);
+    std::string frame;
+    if (now.wire) {
+      const telemetry::Snapshot* before = prev.wire ? &*prev.wire : nullptr;
+      const double secs = before ? static_cast<double>(now.wire->taken_ns - before->taken_ns) * 1e-9 : 0;
+      frame = telemetry::render_top(*now.wire, before, secs, t);
+    } else {
+      frame = "sroce top: no telemetry (" + now.wire.error().message +
+              "; `sroce telemetry attach IFACE` shows the wire's side)\n\n";
+    }
+    if (now.daemon) {
+      const double secs = std::chrono::duration<double>(t1 - t0).count();
+      frame += telemetry::render_top_daemon(*now.daemon, prev.daemon ? &*prev.daemon : nullptr, secs,
+                                            now.wire ? &*now.wire : nullptr, t.limit);
+    }
     if (tty && !o.once) frame = "\x1b[H\x1b[2J" + frame;  // home + clear: any ANSI terminal
     std::fwrite(frame.data(), 1, frame.size(), stdout);
     std::fflush(stdout);
     if (o.once) break;
     prev = std::move(now);
+    t0 = t1;
   }
   return 0;
 }
@@ -94,7 +133,14 @@ void add_top_command(CLI::App& app, int& rc) {
   c->add_flag("--once", o->once, "print one frame (rates over one interval) and exit");
   c->add_option("--pin-dir", o->pin_dir, "BPF filesystem directory of the telemetry maps")
       ->capture_default_str();
-  c->callback([&rc, o] { rc = run_top(*o); });
+  auto* dev = c->add_option("--dev", o->dev, "sroced's device, whose QPs and lanes join the view")
+                  ->capture_default_str();
+  auto* sock = c->add_option("--socket", o->socket, "sroced's control socket (overrides --dev and $SROCE_SOCKET)");
+  c->add_flag("--no-daemon", o->no_daemon, "the wire's side only")->excludes(dev)->excludes(sock);
+  c->callback([&rc, o, dev, sock] {
+    o->require_daemon = dev->count() > 0 || sock->count() > 0;
+    rc = run_top(*o);
+  });
 }
 
 }  // namespace sroce::cli

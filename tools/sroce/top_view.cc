@@ -6,10 +6,6 @@
 
 namespace sroce::telemetry {
 
-namespace {
-
-using Table = std::vector<std::vector<std::string>>;
-
 std::string fixed(double v, int prec) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*f", prec, v);
@@ -18,8 +14,6 @@ std::string fixed(double v, int prec) {
 
 std::string rtt_us(double ns) { return ns > 0 ? fixed(ns / 1000.0, ns < 10000 ? 1 : 0) : "-"; }
 
-// Columns left-aligned for text, right-aligned for numbers (all but the first
-// `left` columns).
 void print_table(std::string& out, const Table& t, size_t left) {
   if (t.empty()) return;
   std::vector<size_t> w(t[0].size(), 0);
@@ -37,6 +31,8 @@ void print_table(std::string& out, const Table& t, size_t left) {
     out += line + "\n";
   }
 }
+
+namespace {
 
 void section(std::string& out, const char* title, GroupBy by, const Snapshot& now,
              const Snapshot* before, double seconds, size_t limit) {

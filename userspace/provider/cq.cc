@@ -4,6 +4,7 @@
 // died.
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,38 @@ void to_wc(const sroce_cqe& e, ibv_wc* wc) {
   wc->dlid_path_bits = 0;
 }
 
+// An application that spins on an empty CQ competes for a core with the
+// daemon that must produce its completion (on a host with fewer cores than
+// spinning threads, which is where software RDMA runs: the daemon is the
+// NIC). After SROCE_POLL_YIELD empty polls in a row (default 8; 0 = never)
+// the poll gives the core away with sched_yield(), so a runnable daemon runs
+// now instead of at the end of the spinner's time slice. When nothing else is
+// runnable the yield returns at once and the spin goes on.
+uint32_t poll_yield_after() {
+  static const uint32_t n = [] {
+    const char* e = getenv("SROCE_POLL_YIELD");
+    if (e == nullptr || *e == '\0') return 8u;
+    char* end = nullptr;
+    unsigned long v = strtoul(e, &end, 10);
+    return *end == '\0' && v <= UINT32_MAX ? static_cast<uint32_t>(v) : 8u;
+  }();
+  return n;
+}
+
+// Called with the CQ lock held after each poll (`found`: it returned a
+// completion). True when the caller should sched_yield() once it has
+// released the lock.
+bool poll_found(Cq* cq, bool found) {
+  if (found) {
+    cq->empty_polls = 0;
+    return false;
+  }
+  const uint32_t after = poll_yield_after();
+  if (after == 0 || ++cq->empty_polls < after) return false;
+  cq->empty_polls = 0;
+  return true;
+}
+
 // --- extended polling (ibv_start_poll / ibv_next_poll / ibv_end_poll) ---
 
 int cqx_load(ibv_cq_ex* cqx) {
@@ -145,7 +178,9 @@ int cqx_start_poll(ibv_cq_ex* cqx, ibv_poll_cq_attr* attr) {
   Cq* cq = to_cq(cqx);
   cq->lock.lock();
   int err = cqx_load(cqx);
+  const bool yield = poll_found(cq, err == 0);
   if (err != 0) cq->lock.unlock();  // ENOENT: the caller must not call end_poll
+  if (yield) sched_yield();
   return err;
 }
 
@@ -282,7 +317,9 @@ int verb_poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
   sroce_cqe e;
   bool flush;
   while (n < num_entries && take_cqe(cq, &e, &flush)) to_wc(e, &wc[n++]);
+  const bool yield = poll_found(cq, n > 0 || num_entries <= 0);
   cq->lock.unlock();
+  if (yield) sched_yield();
   return n;
 }
 

@@ -120,6 +120,8 @@ struct Cq {
   bool current_is_flush = false;
   // Flush completions being handed out after the daemon died.
   uint32_t flush_cursor = 0;
+  // Polls in a row that found nothing (see poll_found() in cq.cc).
+  uint32_t empty_polls = 0;
 };
 
 struct Srq {
