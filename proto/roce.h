@@ -261,6 +261,123 @@ static inline int32_t sroce_psn_diff(uint32_t a, uint32_t b)
 static inline bool sroce_psn_before(uint32_t a, uint32_t b) { return sroce_psn_diff(a, b) < 0; }
 static inline bool sroce_psn_after(uint32_t a, uint32_t b) { return sroce_psn_diff(a, b) > 0; }
 
+
+/* --- sroce lossy-mode extension (docs/wire.md "Lossy mode extension") ----
+ * Two bits of the BTH's Resv7 field (byte 8, below AckReq). IBA 9.2 sends
+ * Resv7 as 0 and receivers ignore it (Linux rxe never reads it; it is not
+ * masked in the ICRC, so it is end-to-end protected like the rest).
+ *  CAP: the sender's QP offers sroce lossy mode (set on every packet of an
+ *       RC QP whose engine enables it). A plain RoCEv2 peer ignores it.
+ *  EXT: a 28-byte sroce trailer sits between the pad and the ICRC. Sent only
+ *       after the peer's CAP was seen, so a plain peer never gets one. */
+#define SROCE_BTH8_SROCE_CAP 0x40u
+#define SROCE_BTH8_SROCE_EXT 0x20u
+#define SROCE_LEH_LEN 28
+
+static inline uint8_t sroce_bth_sroce_bits(const uint8_t *bth)
+{
+	return (uint8_t)(bth[8] & (SROCE_BTH8_SROCE_CAP | SROCE_BTH8_SROCE_EXT));
+}
+
+/* Trailer of a request packet (RC SEND/WRITE/READ/atomic), big-endian.
+ * The IRN idea: what a MIDDLE/LAST packet lacks for placement out of order
+ * (the WRITE's VA and R_Key, the SEND's receive-WQE number and offset). */
+struct sroce_leh_req_wire {
+	uint8_t lane;      /* 0..63: UDP source port = QP base port + lane */
+	uint8_t flags;     /* SROCE_LEH_F_* */
+	uint8_t lane_seq[2];  /* per-lane sequence of this transmission */
+	uint8_t prev_psn[4];  /* bit 31 valid, 23:0 PSN of the lane's previous packet */
+	uint8_t rsn[4];       /* 23:0 receive sequence number (SEND / WRITE w/ imm) */
+	uint8_t offset[4];    /* byte offset of the payload in its message */
+	uint8_t va[8];        /* WRITE: remote VA of the payload's first byte */
+	uint8_t rkey[4];      /* WRITE: R_Key */
+};
+/* Trailer of an ACK (opcode 0x11) from a lossy receiver: SACK state. */
+struct sroce_leh_ack_wire {
+	uint8_t echo_lane;   /* lane of the packet that triggered this ACK */
+	uint8_t flags;
+	uint8_t resv[2];     /* sent 0 */
+	uint8_t echo_psn[4]; /* 23:0 its PSN (RTT sample; bit 31 valid) */
+	uint8_t sack[8];     /* bit i: PSN (AETH-acked PSN + 1 + i) received */
+	uint8_t rtx[8];      /* bit i: PSN (acked + 1 + i) lost: resend exactly it */
+	uint8_t dup_total[4]; /* duplicates received so far (spurious retransmissions) */
+};
+#ifdef __cplusplus
+static_assert(sizeof(struct sroce_leh_req_wire) == SROCE_LEH_LEN, "request trailer layout");
+static_assert(sizeof(struct sroce_leh_ack_wire) == SROCE_LEH_LEN, "ack trailer layout");
+#else
+_Static_assert(sizeof(struct sroce_leh_req_wire) == SROCE_LEH_LEN, "request trailer layout");
+_Static_assert(sizeof(struct sroce_leh_ack_wire) == SROCE_LEH_LEN, "ack trailer layout");
+#endif
+#define SROCE_LEH_F_RETX 0x01u  /* request: a retransmission */
+#define SROCE_LEH_F_PROBE 0x02u /* request: sent on a retired lane to probe it */
+/* request flags bits 7:2: the sender's lane count minus 1 (1..64 lanes) */
+#define SROCE_LEH_LANES_SHIFT 2
+static inline uint8_t sroce_leh_flags_lanes(uint8_t flags) { return (uint8_t)((flags >> 2) + 1); }
+#define SROCE_LEH_PSN_VALID 0x80000000u
+
+/* Host-order views and their accessors (the only code touching the bytes). */
+struct sroce_leh_req {
+	uint8_t lane;
+	uint8_t flags;
+	uint16_t lane_seq;
+	uint32_t prev_psn; /* with SROCE_LEH_PSN_VALID */
+	uint32_t rsn;
+	uint32_t offset;
+	uint64_t va;
+	uint32_t rkey;
+};
+struct sroce_leh_ack {
+	uint8_t echo_lane;
+	uint8_t flags;
+	uint32_t echo_psn; /* with SROCE_LEH_PSN_VALID */
+	uint64_t sack;
+	uint64_t rtx;
+	uint32_t dup_total;
+};
+static inline void sroce_leh_req_write(uint8_t *p, const struct sroce_leh_req *in)
+{
+	p[0] = in->lane;
+	p[1] = in->flags;
+	p[2] = (uint8_t)(in->lane_seq >> 8);
+	p[3] = (uint8_t)in->lane_seq;
+	sroce_put_be32(p + 4, in->prev_psn);
+	sroce_put_be32(p + 8, in->rsn & 0xffffffu);
+	sroce_put_be32(p + 12, in->offset);
+	sroce_put_be64(p + 16, in->va);
+	sroce_put_be32(p + 24, in->rkey);
+}
+static inline void sroce_leh_req_read(const uint8_t *p, struct sroce_leh_req *out)
+{
+	out->lane = p[0];
+	out->flags = p[1];
+	out->lane_seq = (uint16_t)((p[2] << 8) | p[3]);
+	out->prev_psn = sroce_get_be32(p + 4);
+	out->rsn = sroce_get_be32(p + 8) & 0xffffffu;
+	out->offset = sroce_get_be32(p + 12);
+	out->va = sroce_get_be64(p + 16);
+	out->rkey = sroce_get_be32(p + 24);
+}
+static inline void sroce_leh_ack_write(uint8_t *p, const struct sroce_leh_ack *in)
+{
+	p[0] = in->echo_lane;
+	p[1] = in->flags;
+	p[2] = p[3] = 0;
+	sroce_put_be32(p + 4, in->echo_psn);
+	sroce_put_be64(p + 8, in->sack);
+	sroce_put_be64(p + 16, in->rtx);
+	sroce_put_be32(p + 24, in->dup_total);
+}
+static inline void sroce_leh_ack_read(const uint8_t *p, struct sroce_leh_ack *out)
+{
+	out->echo_lane = p[0];
+	out->flags = p[1];
+	out->echo_psn = sroce_get_be32(p + 4);
+	out->sack = sroce_get_be64(p + 8);
+	out->rtx = sroce_get_be64(p + 16);
+	out->dup_total = sroce_get_be32(p + 24);
+}
+
 #ifdef __cplusplus
 }
 #endif

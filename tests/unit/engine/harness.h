@@ -116,6 +116,10 @@ struct WirePkt {
   uint8_t syndrome = 0;  // AETH, when present
   uint32_t msn = 0;      // AETH, when present
   uint32_t payload_len = 0;
+  bool cap = false;    // BTH: sroce lossy offer
+  bool ext = false;    // BTH: lossy trailer present (then req or ack is filled)
+  sroce_leh_req req{};
+  sroce_leh_ack ack{};
   uint8_t op() const { return opcode & 0x1f; }
   bool is_nak() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_NAK; }
   bool is_rnr() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_RNR_NAK; }
@@ -208,8 +212,17 @@ class Wire {
     p.bytes.assign(bytes.begin(), bytes.end());
     p.meta = meta;
     sroce_pkt pk;
-    REQUIRE(sroce_parse(reinterpret_cast<const uint8_t*>(p.bytes.data()), p.bytes.size(), &pk) ==
-            SROCE_PARSE_OK);
+    const auto* raw = reinterpret_cast<const uint8_t*>(p.bytes.data());
+    // Lossy mode (docs/wire.md): the EXT bit announces a trailer before the ICRC.
+    p.cap = p.bytes.size() >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_CAP);
+    p.ext = p.bytes.size() >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_EXT);
+    const size_t plen = p.ext ? p.bytes.size() - SROCE_LEH_LEN : p.bytes.size();
+    REQUIRE(sroce_parse(raw, plen, &pk) == SROCE_PARSE_OK);
+    if (p.ext && !(pk.op->flags & SROCE_IS_RESPONSE)) {
+      sroce_leh_req_read(raw + plen - SROCE_ICRC_LEN, &p.req);
+    } else if (p.ext) {
+      sroce_leh_ack_read(raw + plen - SROCE_ICRC_LEN, &p.ack);
+    }
     p.opcode = pk.bth.opcode;
     p.psn = pk.bth.psn;
     p.dqpn = pk.bth.dqpn;

@@ -44,7 +44,12 @@ using namespace sroce;
 using namespace sroce::test;
 
 TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]") {
-  Pair p(QpOpts{.max_send_wr = 64, .max_recv_wr = 64}, {.mtu = Mtu::k512, .timeout = 6});
+  // Both modes: compatible (go-back-N) and lossy (SACK, lanes, trims).
+  const bool lossy = GENERATE(false, true);
+  EngineConfig cfg;
+  cfg.lossy.enable = lossy;
+  cfg.lossy.lanes = 8;
+  Pair p(QpOpts{.max_send_wr = 64, .max_recv_wr = 64}, {.mtu = Mtu::k512, .timeout = 6}, {}, cfg);
   // Preallocate everything the loop below uses.
   std::vector<std::byte> buf(Engine::kMaxPacket);
   std::vector<Wc> wc(64);
@@ -104,8 +109,15 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
       bool any = false;
       if (auto tx = p.a->poll_transmit(buf, now)) {
         any = true;
-        if (++packets % 17 != 0)  // lose some requests: NAKs, timeouts, go-back-N
+        if (lossy && packets % 29 == 0) {
+          // a trimmed copy: headers only (lossy mode turns it into a request)
+          PacketMeta m = tx->meta;
+          m.trimmed = true;
+          p.b->on_packet(std::span(buf.data(), 16), m, now);
+          ++packets;
+        } else if (++packets % 17 != 0) {  // lose some requests: NAKs, timeouts, go-back-N
           p.b->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
+        }
       }
       if (auto tx = p.b->poll_transmit(buf, now)) {
         any = true;
@@ -130,4 +142,11 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   CHECK(packets > 2000);
   CHECK(p.a->stats().retransmits > 0);
   CHECK(p.b->stats().duplicates > 0);
+  const QpStats sa = *p.a->qp_stats(p.qa), sb = *p.b->qp_stats(p.qb);
+  CHECK(sa.mode == (lossy ? QpMode::kLossy : QpMode::kCompatible));
+  if (lossy) {
+    CHECK(sa.selective_retransmits > 0);
+    CHECK(sb.trims_received > 0);
+    CHECK(sb.sacks_sent > 0);
+  }
 }

@@ -36,8 +36,11 @@ class BenchMemory : public MemoryAccess {
 };
 
 struct Side {
-  Side(uint32_t ip, uint64_t seed, bool icrc, bool copy) : gid(Gid::from_ipv4(ip)), mem(copy) {
+  Side(uint32_t ip, uint64_t seed, bool icrc, bool copy, bool lossy, uint16_t lanes)
+      : gid(Gid::from_ipv4(ip)), mem(copy) {
     EngineConfig cfg;
+    cfg.lossy.enable = lossy;
+    cfg.lossy.lanes = lanes;
     cfg.gids = {&gid, 1};
     cfg.seed = seed;
     cfg.icrc_offload = !icrc;
@@ -99,7 +102,8 @@ void connect(Side& s, const Side& peer) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool send = false, icrc = false, copy = false;
+  bool send = false, icrc = false, copy = false, lossy = true;
+  uint16_t lanes = kDefaultLanes;
   uint32_t bytes = 4096;
   double seconds = 2.0;
   int pos = 0;
@@ -109,6 +113,10 @@ int main(int argc, char** argv) {
       icrc = true;
     else if (a == "--copy")
       copy = true;
+    else if (a == "--compat")
+      lossy = false;  // compatible mode only (no lossy negotiation)
+    else if (a == "--lanes" && i + 1 < argc)
+      lanes = static_cast<uint16_t>(std::atoi(argv[++i]));
     else if (pos == 0 && (a == "write" || a == "send"))
       send = a == "send", ++pos;
     else if (pos == 1)
@@ -117,7 +125,7 @@ int main(int argc, char** argv) {
       seconds = std::atof(a.c_str()), ++pos;
   }
   if (send && bytes == 4096 && pos < 2) bytes = 64;
-  Side a(0x0a000001, 1, icrc, copy), b(0x0a000002, 2, icrc, copy);
+  Side a(0x0a000001, 1, icrc, copy, lossy, lanes), b(0x0a000002, 2, icrc, copy, lossy, lanes);
   connect(a, b);
   connect(b, a);
 
@@ -194,9 +202,10 @@ int main(int argc, char** argv) {
   const double t = elapsed();
   const uint64_t req = a.eng->stats().tx_packets, acks = b.eng->stats().tx_packets;
   std::printf(
-      "%s %u B, icrc %s, payload copy %s: %.2f M packets/s (%.2f M requests/s + %.2f M ACKs/s), "
-      "%.2f M msgs/s, %.2f Gbit/s\n",
+      "%s %u B, icrc %s, payload copy %s, %s: %.2f M packets/s (%.2f M requests/s + %.2f M "
+      "ACKs/s), %.2f M msgs/s, %.2f Gbit/s\n",
       send ? "SEND" : "WRITE", bytes, icrc ? "on" : "offloaded", copy ? "on" : "off",
+      lossy ? "lossy mode offered" : "compatible mode",
       packets / t / 1e6, req / t / 1e6, acks / t / 1e6, msgs / t / 1e6,
       msgs * 8.0 * bytes / t / 1e9);
   return 0;

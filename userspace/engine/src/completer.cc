@@ -28,6 +28,7 @@ void Engine::Impl::comp_arm_retx(Qp& qp, Time now) {
 void Engine::Impl::comp_progress(Qp& qp, Time now) {
   qp.retry_left = qp.attr.retry_cnt;
   qp.rnr_left = qp.attr.rnr_retry;
+  qp.lossy.rto_backoff = 0;
   qp.retx_deadline = Time::never();
   if (outstanding(qp)) comp_arm_retx(qp, now);
   check_sq_drained(qp);
@@ -119,7 +120,9 @@ void Engine::Impl::comp_on_timer(Qp& qp, Time now) {
     // IBA 9.7 (RNR): after the RNR timer, resend from the RNR NAKed PSN.
     qp.rnr_wait = false;
     qp.rnr_deadline = Time::never();
-    req_rewind(qp, qp.rnr_psn);
+    // Lossy mode resends only what the receiver has not SACKed from there
+    // (packets after the RNR PSN were placed); compatible mode goes back N.
+    if (!qp.lossy.tx || lossy_mark_unsacked(qp, qp.rnr_psn) == 0) req_rewind(qp, qp.rnr_psn);
     qp.retx_deadline = Time::never();
     comp_arm_retx(qp, now);
     sched_req(qp);
@@ -130,6 +133,9 @@ void Engine::Impl::comp_on_timer(Qp& qp, Time now) {
     // IBA 9.7 (local ACK timeout): go back to the oldest unacknowledged PSN.
     ++qp.stats.timeouts;
     ++stats_.timeouts;
+    // Lossy mode resends only what the receiver has not SACKed, with
+    // exponential backoff (docs/lossy.md); compatible mode goes back N.
+    if (qp.lossy.tx) return lossy_on_rto(qp, now);
     qp.implied_valid = false;
     comp_retry(qp, req_resume_psn(qp), now, true);
   }

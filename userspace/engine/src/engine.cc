@@ -68,6 +68,8 @@ const char* to_string(RxDropReason r) {
   return i < std::size(kNames) ? kNames[i] : "?";
 }
 
+const char* to_string(QpMode m) { return m == QpMode::kLossy ? "lossy" : "compatible"; }
+
 Engine::Engine(const EngineConfig& cfg, MemoryAccess& mem)
     : impl_(std::make_unique<Impl>(cfg, mem)) {}
 Engine::~Engine() = default;
@@ -100,6 +102,9 @@ Result<void> Engine::modify_qp(Qpn qpn, const QpAttr& attr, uint32_t mask, Time 
 Result<QpAttr> Engine::query_qp(Qpn qpn) const { return impl_->query_qp(qpn); }
 Result<void> Engine::destroy_qp(Qpn qpn) { return impl_->destroy_qp(qpn); }
 Result<QpStats> Engine::qp_stats(Qpn qpn) const { return impl_->qp_stats(qpn); }
+size_t Engine::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
+  return impl_->lane_stats(qpn, out);
+}
 
 int Engine::post_send(Qpn qpn, const SendWr& wr, Time now) {
   return impl_->post_send(qpn, wr, now);

@@ -60,6 +60,7 @@ class Engine::Impl {
   Result<QpAttr> query_qp(Qpn qpn) const;
   Result<void> destroy_qp(Qpn qpn);
   Result<QpStats> qp_stats(Qpn qpn) const;
+  size_t lane_stats(Qpn qpn, std::span<LaneStats> out) const;  // lossy.cc
 
   // --- data path ---
   int post_send(Qpn qpn, const SendWr& wr, Time now);                                    // post.cc
@@ -111,6 +112,7 @@ class Engine::Impl {
 
   // requester (requester.cc)
   size_t req_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
+  size_t req_build_one(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
   void req_rewind(eng::Qp& qp, uint32_t psn);
   uint32_t req_resume_psn(eng::Qp& qp);
 
@@ -127,11 +129,30 @@ class Engine::Impl {
   void resp_ack(eng::Qp& qp, uint32_t psn, bool force);
   void resp_nak(eng::Qp& qp, uint8_t syndrome, uint32_t psn, bool final);
   size_t resp_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta);
+  // After the PSN check: opcode sequence, length, execution (responder.cc).
+  void resp_execute(eng::Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta);
+
+  // lossy mode: negotiation, lanes, requester (lossy.cc); receiver (lossy_rx.cc)
+  void lossy_reset_tx(eng::Qp& qp);
+  void lossy_reset_rx(eng::Qp& qp);
+  bool lossy_tx_gate(eng::Qp& qp);
+  uint8_t lossy_pick_lane(eng::Qp& qp, Time now);
+  uint16_t lane_port(const eng::Qp& qp, uint8_t lane) const;
+  void lossy_on_sent(eng::Qp& qp, uint32_t psn, uint8_t lane, bool retx, Time now);
+  size_t lossy_retransmit(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
+  void lossy_on_ack(eng::Qp& qp, const sroce_pkt& pkt, const sroce_leh_ack& leh, Time now);
+  void lossy_on_rto(eng::Qp& qp, Time now);
+  uint32_t lossy_mark_unsacked(eng::Qp& qp, uint32_t from);
+  void lossy_rx_request(eng::Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh,
+                        const PacketMeta& meta, Time now);
+  void lossy_rx_trimmed(eng::Qp& qp, uint32_t psn, Time now);
+  void lossy_rx_timer(eng::Qp& qp, Time now);
+  void lossy_ack_trailer(eng::Qp& qp, uint8_t* out);
 
   // packet helpers (tx.cc)
   void fill_meta(const eng::Qp& qp, PacketMeta& meta) const;
-  size_t finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_len,
-                       const PacketMeta& meta) const;
+  size_t finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_len, const PacketMeta& meta,
+                       const uint8_t* trailer = nullptr) const;
 
   // scheduling (tx.cc)
   void sched_req(eng::Qp& qp);

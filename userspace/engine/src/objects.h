@@ -70,6 +70,12 @@ class RecvQueue {
   const RecvWqe& front() const { return wqe_[head_ & mask_]; }
   const Sge* front_sges() const { return &sge_[static_cast<size_t>(head_ & mask_) * max_sge_]; }
   void pop() { ++head_; }
+  // k-th WQE after the front (k < count()): lossy mode places SEND data into
+  // a receive WQE before the earlier ones complete (docs/lossy.md).
+  const RecvWqe& at(uint32_t k) const { return wqe_[(head_ + k) & mask_]; }
+  const Sge* sges_at(uint32_t k) const {
+    return &sge_[static_cast<size_t>((head_ + k) & mask_) * max_sge_];
+  }
 
  private:
   std::vector<RecvWqe> wqe_;

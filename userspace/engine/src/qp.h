@@ -47,6 +47,7 @@ struct SendWqe {
   uint32_t resp_bytes = 0;   // READ: response bytes placed so far
   uint32_t remote_qpn = 0;   // UD
   uint32_t remote_qkey = 0;  // UD
+  uint32_t rsn = 0;          // lossy: receive sequence number (SEND, WRITE with imm)
   WrOpcode opcode = WrOpcode::kSend;
   uint8_t flags = 0;                  // WqeFlags
   bool started = false;               // PSNs assigned (kept across rewinds: PSNs are deterministic)
@@ -82,6 +83,98 @@ struct Resource {
 };
 
 enum class InMsg : uint8_t { kNone, kSend, kWrite };
+
+// --- lossy mode (docs/lossy.md) ---
+// Window of PSNs a lossy QP tracks on each side: the requester keeps at most
+// this many PSNs unacknowledged, the responder accepts PSNs up to this far
+// beyond its expected PSN. Power of two (ring index = PSN & (kLossyWindow-1)).
+constexpr uint32_t kLossyWindow = 256;
+constexpr uint32_t kLossyWords = kLossyWindow / 64;
+constexpr uint32_t kSackBits = 64;  // SACK / retransmit-request bitmaps in an ACK
+
+// Requester: one transmitted PSN.
+struct TxSlot {
+  uint32_t psn = 0;
+  Time sent;
+  uint8_t lane = 0;
+  bool valid = false;    // a request packet was sent with this PSN
+  bool retx = false;     // sent more than once (no RTT sample: Karn)
+  bool sacked = false;   // the receiver has it
+  bool pending = false;  // queued for a selective retransmission
+  bool rtt_armed = false;  // no RTT sample taken from it yet
+};
+
+// Responder: what to do when the in-order point passes a received PSN.
+struct RxSlot {
+  // kDeferred: a READ request or atomic that arrived early, executed when the
+  // expected PSN reaches it (its request headers are kept below).
+  enum Action : uint8_t { kNothing = 0, kMsgLast, kSendLast, kWriteImmLast, kDeferred };
+  Action action = kNothing;
+  bool se = false;
+  uint8_t wc_flags = 0;  // kWcWithImm / kWcWithInv
+  uint8_t opcode = 0;    // kDeferred: the request's opcode
+  uint32_t imm = 0;      // immediate data or invalidated R_Key
+  uint32_t byte_len = 0;
+  uint32_t rkey = 0;     // kDeferred: RETH / AtomicETH
+  uint32_t dma_len = 0;
+  uint64_t va = 0;
+  uint64_t swap_add = 0;
+  uint64_t compare = 0;
+};
+
+struct LaneTx {
+  uint16_t seq = 0;  // next per-lane sequence number
+  bool has_prev = false;
+  bool active = true;
+  uint32_t prev_psn = 0;  // PSN of the last packet sent on the lane
+  uint32_t score = 0;     // loss score (health); decays with packets sent
+  uint32_t since_decay = 0;
+  Time retired_at;
+  int64_t srtt_ps = 0;
+  uint64_t tx = 0, retx = 0, naks = 0;
+};
+
+struct LaneRx {
+  uint16_t exp_seq = 0;
+  bool used = false;     // a first transmission arrived on this lane
+  uint32_t hi_new = 0;   // highest PSN of a first transmission on this lane
+  uint64_t losses = 0;
+};
+
+struct Lossy {
+  // negotiation
+  bool offer = false;     // this QP offers lossy mode (engine config, RC only)
+  bool peer_cap = false;  // a packet of the peer QP carried CAP
+  bool tx = false;        // requester sends with the trailer (switched)
+  bool rx = false;        // responder runs the lossy receiver
+  // requester
+  uint16_t nlanes = 1;
+  uint16_t next_lane = 0;
+  uint32_t rsn_next = 0;  // receive sequence number of the next SEND / WRITE w/ imm
+  uint32_t rtx_count = 0; // pending selective retransmissions
+  uint32_t rto_backoff = 0;
+  uint32_t peer_dups = 0; // last dup_total echoed by the peer
+  int64_t srtt_ps = 0, rttvar_ps = 0;
+  std::vector<TxSlot> txw;  // kLossyWindow
+  LaneTx lanes[kMaxLanes];
+  // responder
+  uint64_t have[kLossyWords] = {};    // ring by PSN: received and placed
+  uint64_t report[kLossyWords] = {};  // ring by PSN: lost, to request in the next ACK
+  uint64_t lost[kLossyWords] = {};    // ring by PSN: declared lost (asked once)
+  uint64_t stale[kLossyWords] = {};   // ring by PSN: asked, and still missing at a timer fire
+  std::vector<RxSlot> rxs;            // kLossyWindow
+  uint32_t rx_high = 0;       // one past the highest PSN received
+  uint32_t rsn_commit = 0;    // receive sequence number of the RQ front
+  uint32_t dup_total = 0;     // duplicates received (echoed to the sender)
+  uint16_t lanes_seen = 0;    // 1 + highest lane seen from the peer
+  uint16_t peer_lanes = 1;    // the sender's lane count (request trailer flags)
+  uint8_t echo_lane = 0;
+  uint32_t echo_psn = 0;      // with SROCE_LEH_PSN_VALID
+  uint32_t gap_mark = 0;      // PSNs before it are lost when the gap timer fires
+  uint32_t gap_fires = 0;     // consecutive timer fires without progress (backoff)
+  Time gap_deadline = Time::never();
+  LaneRx lanes_rx[kMaxLanes];
+};
 
 struct Qp {
   // --- identity and attributes ---
@@ -177,6 +270,7 @@ struct Qp {
   uint32_t heap_pos = kNone;
   uint32_t slot = kNone;  // own slot in the QP table
 
+  Lossy lossy;
   QpStats stats;
 
   bool is_rc() const { return type == QpType::kRc; }

@@ -136,6 +136,9 @@ void Engine::Impl::reset_qp_state(Qp& qp) {
   qp.implied_valid = false;
   qp.sqd_drained_sent = false;
   qp.comm_est_sent = false;
+  lossy_reset_tx(qp);
+  lossy_reset_rx(qp);
+  qp.stats.mode = QpMode::kCompatible;
 }
 
 // IBA 10.3 / 11.6: in SQD, once every WQE in progress has completed,

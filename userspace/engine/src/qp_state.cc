@@ -181,6 +181,13 @@ Result<Qpn> Engine::Impl::create_qp(Handle pd, const QpInitAttr& a) {
   }
   qp.rwqe_sge.assign(rsge, Sge{});
   qp.res.assign(cfg_.max_rd_atomic == 0 ? 1 : cfg_.max_rd_atomic, Resource{});  // see alloc_res()
+  // Lossy mode (docs/lossy.md): RC only; its windows are sized here.
+  qp.lossy = Lossy{};
+  qp.lossy.offer = qp.is_rc() && cfg_.lossy.enable;
+  if (qp.lossy.offer) {
+    qp.lossy.txw.assign(kLossyWindow, TxSlot{});
+    qp.lossy.rxs.assign(kLossyWindow, RxSlot{});
+  }
   qp.mtu = qp.is_ud() ? mtu_max_ : 1024;
   qp.src_port = static_cast<uint16_t>(0xc000 | (mix64(cfg_.seed ^ qp.qpn) & 0x3fff));
   qp.attr.cap = qp.cap;
@@ -221,7 +228,10 @@ Result<QpAttr> Engine::Impl::query_qp(Qpn qpn) const {
 Result<QpStats> Engine::Impl::qp_stats(Qpn qpn) const {
   const uint32_t s = qp_slot(qpn);
   if (s == kNone) return err(EINVAL, "qp_stats: no such QP");
-  return qps_[s].stats;
+  QpStats st = qps_[s].stats;
+  const Lossy& l = qps_[s].lossy;
+  st.mode = l.tx || l.rx ? QpMode::kLossy : QpMode::kCompatible;
+  return st;
 }
 
 Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Time now) {
@@ -342,6 +352,7 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
       qp.in_msg = InMsg::kNone;
       qp.res_alloc = qp.res_tx = 0;
       for (Resource& r : qp.res) r = Resource{};
+      lossy_reset_rx(qp);
       break;
     case QpState::kRts:
       if (cur == QpState::kRtr) {
@@ -350,6 +361,7 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
         qp.acked_psn = psn_add(q.sq_psn, -1);
         qp.retry_left = q.retry_cnt;
         qp.rnr_left = q.rnr_retry;
+        lossy_reset_tx(qp);
       }
       qp.state = QpState::kRts;
       if (cur == QpState::kSqe) {

@@ -31,6 +31,27 @@ bool pkey_match(uint16_t a, uint16_t b) {
   return (a & 0x8000) || (b & 0x8000);
 }
 
+// DCP-style trimmed packet: only the BTH is read (no ICRC: the switch cut
+// it). A trimmed request on a lossy QP asks for exactly its PSN again.
+template <typename Drop>
+void on_trimmed(Engine::Impl& e, const uint8_t* buf, size_t len, Time now, Drop& drop) {
+  if (len < SROCE_BTH_LEN) return drop(kRxDropParseShort, nullptr);
+  sroce_bth bth;
+  sroce_bth_read(buf, &bth);
+  const uint32_t s = e.qp_slot(bth.dqpn);
+  if (s == kNone) {
+    ++e.stats_.rx_unknown_qp;
+    return drop(kRxDropUnknownQp, nullptr);
+  }
+  Qp& qp = e.qps_[s];
+  const struct sroce_opinfo* op = sroce_opinfo(bth.opcode);
+  if (!qp.is_rc() || !qp.lossy.rx || !op || !op->name || (op->flags & SROCE_IS_RESPONSE) ||
+      (bth.opcode & SROCE_TRANSPORT_MASK) != SROCE_TRANSPORT_RC)
+    return drop(kRxDropInvalid, &qp);
+  ++qp.stats.trims_received;
+  e.lossy_rx_trimmed(qp, bth.psn & kPsnMask, now);
+}
+
 }  // namespace
 
 void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMeta& meta, Time now) {
@@ -44,9 +65,19 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
     if (qp) ++qp->stats.rx_dropped;
   };
 
+  // A trimmed packet (DCP): its payload and ICRC are gone; only the BTH is
+  // trusted enough to name the QP and the PSN to ask for again.
+  if (meta.trimmed) return on_trimmed(*this, buf, len, now, drop);
+
+  // docs/wire.md, lossy mode: the EXT bit of BTH byte 8 says a trailer sits
+  // before the ICRC; the standard parser sees the packet without it.
+  const bool ext = len >= SROCE_BTH_LEN + SROCE_LEH_LEN + SROCE_ICRC_LEN &&
+                   (buf[8] & SROCE_BTH8_SROCE_EXT) != 0;
+  const size_t plen = ext ? len - SROCE_LEH_LEN : len;
   sroce_pkt pkt;
-  const sroce_parse_err pe = sroce_parse(buf, len, &pkt);
+  const sroce_parse_err pe = sroce_parse(buf, plen, &pkt);
   if (pe != SROCE_PARSE_OK) return drop(static_cast<RxDropReason>(pe), nullptr);
+  if (ext) pkt.icrc = sroce_icrc_get(buf + len - SROCE_ICRC_LEN);
 
   if (!cfg_.icrc_offload) {
     sroce_icrc_addr a;
@@ -77,11 +108,35 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
   // IBA 10.2 (Q_Keys): a UD packet must carry the QP's Q_Key.
   if (qp.is_ud() && pkt.deth.qkey != qp.attr.qkey) return drop(kRxDropBadQkey, &qp);
 
+  // Lossy negotiation (docs/lossy.md): the peer's CAP bit; a trailer only
+  // from a peer we offered lossy mode to, on an RC QP.
+  if (qp.is_rc() && qp.lossy.offer && (buf[8] & SROCE_BTH8_SROCE_CAP)) {
+    if (!qp.lossy.peer_cap) {
+      qp.lossy.peer_cap = true;
+      sched_req(qp);
+    }
+  }
+  if (ext && (!qp.is_rc() || !qp.lossy.offer)) return drop(kRxDropInvalid, &qp);
+
   ++qp.stats.rx_packets;
   qp.stats.rx_bytes += len;
   if (pkt.op->flags & SROCE_IS_RESPONSE) {
     if (!qp.is_rc() || qp.state == QpState::kRtr) return drop(kRxDropUnexpectedResponse, &qp);
+    if (ext && (pkt.bth.opcode & 0x1f) == SROCE_OP_ACK && qp.lossy.tx) {
+      sroce_leh_ack leh;
+      sroce_leh_ack_read(buf + plen - SROCE_ICRC_LEN, &leh);
+      lossy_on_ack(qp, pkt, leh, now);
+      if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
+    }
     comp_on_response(qp, pkt, now);
+  } else if (ext) {
+    if (qp.state == QpState::kRtr && !qp.comm_est_sent) {
+      qp.comm_est_sent = true;
+      raise(AsyncEventType::kCommEst, qp.qpn);
+    }
+    sroce_leh_req leh;
+    sroce_leh_req_read(buf + plen - SROCE_ICRC_LEN, &leh);
+    lossy_rx_request(qp, pkt, leh, meta, now);
   } else {
     // IBA 11.6 (communication established): the first request that reaches
     // a QP still in RTR is reported, so that a consumer can move it to RTS.

@@ -85,7 +85,16 @@ void Engine::Impl::req_rewind(Qp& qp, uint32_t psn) {
   }
 }
 
+// Lossy mode first resends the PSNs the receiver asked for (or an RTO
+// marked), one per call, then continues with new packets.
 size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now) {
+  if (qp.lossy.tx && qp.lossy.rtx_count > 0) {
+    if (const size_t n = lossy_retransmit(qp, out, meta, now)) return n;
+  }
+  return req_build_one(qp, out, meta, now);
+}
+
+size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time now) {
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return 0;
   if (qp.rnr_wait || qp.sq_next == qp.sq_tail) return 0;
   const uint32_t idx = qp.sq_next;
@@ -109,8 +118,19 @@ size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now)
           MemStatus::kOk)
         w.err = WcStatus::kLocProtErr;
     }
+    // Lossy mode sends nothing new between seeing the peer's capability and
+    // switching (docs/lossy.md, negotiation): the switch waits for a message
+    // boundary with nothing outstanding.
+    if (rc && qp.lossy.offer && !qp.lossy.tx && !lossy_tx_gate(qp)) return 0;
     w.started = true;
     w.done = false;
+    const bool takes_rwqe = w.opcode == WrOpcode::kSend || w.opcode == WrOpcode::kSendWithImm ||
+                            w.opcode == WrOpcode::kSendWithInv ||
+                            w.opcode == WrOpcode::kRdmaWriteWithImm;
+    if (rc && takes_rwqe && w.err == WcStatus::kSuccess) {
+      w.rsn = qp.lossy.rsn_next;
+      qp.lossy.rsn_next = (qp.lossy.rsn_next + 1) & kPsnMask;
+    }
     w.counted = false;
     w.resp_bytes = 0;
     w.first_psn = qp.req_psn;
@@ -126,9 +146,11 @@ size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now)
     if (qp.sq_head == idx) req_fatal(qp, w.err);
     return 0;
   }
-  // Go-back-N window (compatible mode): bounded unacknowledged PSNs.
-  if (rc &&
-      psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1)) >= static_cast<int32_t>(cfg_.max_unacked_psns))
+  // Go-back-N window (compatible mode): bounded unacknowledged PSNs; lossy
+  // mode also stays inside the receiver's window.
+  const uint32_t window =
+      qp.lossy.tx ? std::min(cfg_.max_unacked_psns, kLossyWindow) : cfg_.max_unacked_psns;
+  if (rc && psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1)) >= static_cast<int32_t>(window))
     return 0;
 
   const uint32_t psn = qp.req_psn;
@@ -222,6 +244,7 @@ size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now)
   bth.pad = static_cast<uint8_t>((4 - (payload & 3)) & 3);
   sroce_bth_write(out, &bth);
   const size_t hdr = static_cast<size_t>(h - out);
+  if (rc && qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;  // docs/wire.md: lossy offer
 
   if (qp.is_ud()) {
     meta.src = gids_[w.ud.sgid_index < gids_.size() ? w.ud.sgid_index : 0];
@@ -234,7 +257,35 @@ size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now)
   } else {
     fill_meta(qp, meta);
   }
-  const size_t len = finish_packet(out, hdr, payload, meta);
+  const bool lossy = rc && qp.lossy.tx;
+  const bool resend = psn_diff(bth.psn, qp.high_psn) < 0;
+  uint8_t lane = 0;
+  uint8_t trailer[SROCE_LEH_LEN];
+  if (lossy) {
+    // Lossy trailer (docs/wire.md): lane and per-lane sequence, and what a
+    // packet needs to be placed out of order (IRN).
+    lane = lossy_pick_lane(qp, now);
+    LaneTx& lt = qp.lossy.lanes[lane];
+    sroce_leh_req l{};
+    l.lane = lane;
+    l.flags = static_cast<uint8_t>((resend ? SROCE_LEH_F_RETX : 0) |
+                                   ((qp.lossy.nlanes - 1) << SROCE_LEH_LANES_SHIFT));
+    l.lane_seq = lt.seq++;
+    l.prev_psn = lt.has_prev ? (lt.prev_psn | SROCE_LEH_PSN_VALID) : 0;
+    l.rsn = w.rsn;
+    const uint32_t off =
+        psn_diff(bth.psn, w.first_psn) >= 0 ? static_cast<uint32_t>(psn_diff(bth.psn, w.first_psn)) * qp.mtu : 0;
+    l.offset = off;
+    l.va = w.remote_addr + off;
+    l.rkey = w.rkey;
+    sroce_leh_req_write(trailer, &l);
+    lt.prev_psn = bth.psn;
+    lt.has_prev = true;
+    out[8] |= SROCE_BTH8_SROCE_EXT;
+    meta.src_port = lane_port(qp, lane);
+  }
+  const size_t len = finish_packet(out, hdr, payload, meta, lossy ? trailer : nullptr);
+  if (lossy) lossy_on_sent(qp, bth.psn, lane, resend, now);
 
   if (rc) {
     if (psn_diff(psn, qp.high_psn) < 0) {

@@ -52,19 +52,34 @@ namespace {
 using Impl = Engine::Impl;
 
 size_t build_ack(Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta) {
+  const bool lossy = qp.lossy.rx;
+  const bool is_ack = sroce_aeth_type(qp.ack_syndrome) == SROCE_AETH_ACK;
+  if (lossy && is_ack) {
+    // The cumulative point as of now (the slot may be older than the latest
+    // arrivals): the SACK trailer is built from the same state.
+    qp.ack_psn = psn_add(qp.resp_psn, -1);
+    qp.ack_msn = qp.msn;
+  }
   sroce_bth bth{};
   bth.opcode = SROCE_OP_ACK;
   bth.pkey = qp.pkey;
   bth.dqpn = qp.attr.dest_qp_num;
   bth.psn = qp.ack_psn;
   sroce_bth_write(out, &bth);
+  if (qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;
   const sroce_aeth a{qp.ack_syndrome, qp.ack_msn & kPsnMask};
   sroce_aeth_write(out + SROCE_BTH_LEN, &a);
-  if (sroce_aeth_type(qp.ack_syndrome) == SROCE_AETH_ACK) ++qp.stats.acks_sent;
+  if (is_ack) ++qp.stats.acks_sent;
   qp.ack_pending = false;
   qp.ack_final = false;
   e.fill_meta(qp, meta);
-  return e.finish_packet(out, SROCE_BTH_LEN + SROCE_AETH_LEN, 0, meta);
+  uint8_t trailer[SROCE_LEH_LEN];
+  if (lossy) {
+    out[8] |= SROCE_BTH8_SROCE_EXT;
+    e.lossy_ack_trailer(qp, trailer);
+    ++qp.stats.sacks_sent;
+  }
+  return e.finish_packet(out, SROCE_BTH_LEN + SROCE_AETH_LEN, 0, meta, lossy ? trailer : nullptr);
 }
 
 void res_sent(Qp& qp, Resource& r) {
@@ -145,6 +160,7 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
     }
     bth.pad = static_cast<uint8_t>((4 - (len & 3)) & 3);
     sroce_bth_write(out, &bth);
+    if (qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;
     fill_meta(qp, meta);
     return finish_packet(out, static_cast<size_t>(h - out), len, meta);
   }

@@ -155,6 +155,7 @@ void do_send(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
     qp.rwqe_active = false;
     qp.in_msg = InMsg::kNone;
     qp.msn = psn_add(qp.msn, 1);
+    qp.lossy.rsn_commit = (qp.lossy.rsn_commit + 1) & kPsnMask;  // docs/lossy.md: RSN
   } else {
     qp.in_msg = InMsg::kSend;
   }
@@ -202,6 +203,7 @@ void do_write(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
       wc.wc_flags |= kWcWithImm;
       e.complete_recv(qp, wc, pkt.bth.se);
       qp.rwqe_active = false;
+      qp.lossy.rsn_commit = (qp.lossy.rsn_commit + 1) & kPsnMask;
     }
   } else {
     qp.in_msg = InMsg::kWrite;
@@ -395,8 +397,6 @@ void Engine::Impl::resp_on_request(Qp& qp, const sroce_pkt& pkt, const PacketMet
   if (qp.is_ud()) return do_ud(*this, qp, pkt, meta);
   const uint32_t f = pkt.op->flags;
   const uint32_t psn = pkt.bth.psn;
-  const uint8_t op = pkt.bth.opcode & 0x1f;
-  const bool rd_atomic = op == SROCE_OP_READ_REQUEST || (f & SROCE_IS_ATOMIC);
 
   if (qp.is_rc()) {
     const int32_t d = psn_diff(psn, qp.resp_psn);
@@ -424,6 +424,14 @@ void Engine::Impl::resp_on_request(Qp& qp, const sroce_pkt& pkt, const PacketMet
     }
   }
 
+  resp_execute(qp, pkt, meta);
+}
+
+void Engine::Impl::resp_execute(Qp& qp, const sroce_pkt& pkt, const PacketMeta& /*meta*/) {
+  const uint32_t f = pkt.op->flags;
+  const uint32_t psn = pkt.bth.psn;
+  const uint8_t op = pkt.bth.opcode & 0x1f;
+  const bool rd_atomic = op == SROCE_OP_READ_REQUEST || (f & SROCE_IS_ATOMIC);
   // Opcode sequence (IBA 9.7, 9.9): inside a message only its
   // MIDDLE/LAST packets may come; outside one only FIRST/ONLY or READ/atomic.
   bool seq_ok;

@@ -32,12 +32,18 @@ void Engine::Impl::fill_meta(const Qp& qp, PacketMeta& meta) const {
 
 // Pad to 4 bytes (IBA 9.2: PadCnt) and append the ICRC (Annex A17.3.3),
 // little-endian as rxe and RNICs put it on the wire.
+// A lossy-mode trailer (SROCE_LEH_LEN bytes, proto/roce.h) goes after the pad,
+// inside the ICRC.
 size_t Engine::Impl::finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_len,
-                                   const PacketMeta& meta) const {
+                                   const PacketMeta& meta, const uint8_t* trailer) const {
   const uint32_t pad = (4 - (payload_len & 3)) & 3;
   uint8_t* e = p + hdr_len + payload_len;
   for (uint32_t i = 0; i < pad; ++i) *e++ = 0;
-  const size_t n = hdr_len + payload_len + pad;
+  if (trailer) {
+    std::memcpy(e, trailer, SROCE_LEH_LEN);
+    e += SROCE_LEH_LEN;
+  }
+  const size_t n = hdr_len + payload_len + pad + (trailer ? SROCE_LEH_LEN : 0);
   uint32_t crc = 0;
   if (!cfg_.icrc_offload) {
     sroce_icrc_addr a;
@@ -56,7 +62,8 @@ size_t Engine::Impl::finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_
 
 // ------------------------------------------------------------ lists
 void Engine::Impl::sched_req(Qp& qp) {
-  if (qp.in_req_list || qp.sq_next == qp.sq_tail || qp.rnr_wait) return;
+  if (qp.in_req_list || (qp.sq_next == qp.sq_tail && qp.lossy.rtx_count == 0) || qp.rnr_wait)
+    return;
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
   qp.in_req_list = true;
   qp.req_next = kNone;
@@ -154,6 +161,7 @@ std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Ti
 Time Engine::Impl::qp_deadline(const Qp& qp) const {
   Time t = qp.retx_deadline;
   if (qp.rnr_wait && qp.rnr_deadline < t) t = qp.rnr_deadline;
+  if (qp.lossy.gap_deadline < t) t = qp.lossy.gap_deadline;
   return t;
 }
 
@@ -225,6 +233,7 @@ void Engine::Impl::on_timer(Time now) {
   while (!heap_.empty() && heap_key_[heap_[0]] <= now) {
     Qp& qp = qps_[heap_[0]];
     timer_remove(qp);
+    if (qp.lossy.gap_deadline <= now) lossy_rx_timer(qp, now);
     if (qp_deadline(qp) <= now) comp_on_timer(qp, now);
     timer_update(qp);
   }

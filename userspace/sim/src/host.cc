@@ -18,7 +18,8 @@ Host::Host(Network& net, NodeId id, std::string name, Gid addr, const HostConfig
       gids_{addr},
       mem_(kArenaBase + kArenaStride * id, cfg.arena_bytes) {
   cfg_.engine.gids = std::span<const Gid>(gids_, 1);
-  engine_ = std::make_unique<Engine>(cfg_.engine, mem_);
+  engine_ = cfg.discard_payload ? std::make_unique<Engine>(cfg_.engine, null_mem_)
+                                : std::make_unique<Engine>(cfg_.engine, mem_);
 }
 
 Host::~Host() = default;
@@ -66,6 +67,11 @@ void Host::receive(PacketId pkt, Link&, Time now) {
   ++stats_.rx_frames;
   if (p.corrupted) ++stats_.rx_corrupted;
   if (p.duplicate) ++stats_.rx_duplicates;
+  if ((p.meta.traffic_class & 3) == 3) ++stats_.rx_ecn_ce;
+  if (p.trimmed) ++stats_.rx_trimmed;
+  if (p.sb_flag) ++stats_.rx_sb_flag;
+  if (p.int_count != 0) ++stats_.rx_int;
+  if (on_rx_) on_rx_(*this, p, now);
   engine_->on_packet(p.payload(), p.meta, now);
   pool.free(pkt);
   pump(now);

@@ -16,9 +16,7 @@ Impairments sorted(Impairments imp) {
 }  // namespace
 
 Link::Link(Network& net, LinkId id, Node& from, Node& to, const LinkConfig& cfg, Rng rng)
-    : net_(net), id_(id), from_(from), to_(to), cfg_(cfg), imp_(sorted(cfg.impair), rng) {
-  ring_.resize(16);
-}
+    : net_(net), id_(id), from_(from), to_(to), cfg_(cfg), imp_(sorted(cfg.impair), rng) {}
 
 std::string Link::name() const { return from_.name() + "->" + to_.name(); }
 
@@ -34,21 +32,21 @@ Duration Link::serialization(uint64_t bytes, uint64_t rate_bps) {
   return Duration::picos(static_cast<int64_t>(ps));
 }
 
-void Link::push(PacketId p) {
-  if (q_count_ == ring_.size()) {
+void Link::Fifo::push(PacketId p) {
+  if (count_ == ring_.size()) {
     std::vector<PacketId> bigger(ring_.size() * 2);
-    for (size_t i = 0; i < q_count_; ++i) bigger[i] = ring_[(q_head_ + i) % ring_.size()];
+    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
     ring_ = std::move(bigger);
-    q_head_ = 0;
+    head_ = 0;
   }
-  ring_[(q_head_ + q_count_) % ring_.size()] = p;
-  ++q_count_;
+  ring_[(head_ + count_) % ring_.size()] = p;
+  ++count_;
 }
 
-PacketId Link::pop() {
-  const PacketId p = ring_[q_head_];
-  q_head_ = (q_head_ + 1) % ring_.size();
-  --q_count_;
+PacketId Link::Fifo::pop() {
+  const PacketId p = ring_[head_];
+  head_ = (head_ + 1) % ring_.size();
+  --count_;
   return p;
 }
 
@@ -62,8 +60,29 @@ bool Link::enqueue(PacketId pkt, Time now) {
     pool.free(pkt);
     return false;
   }
+  if (policy_ != nullptr) {
+    // The switch's buffer model decides (and may trim the frame first).
+    const EgressPolicy::Admit a = policy_->admit(*this, p, now);
+    if (a == EgressPolicy::Admit::kDrop) {
+      ++stats_.queue_drops;
+      pool.free(pkt);
+      return false;
+    }
+    const uint32_t bytes = frame_bytes(p);
+    p.priority = a == EgressPolicy::Admit::kPriority;
+    if (p.priority) {
+      pq_.push(pkt);
+      pq_bytes_ += bytes;
+    } else {
+      q_.push(pkt);
+      q_bytes_ += bytes;
+    }
+    stats_.max_queue_bytes = std::max(stats_.max_queue_bytes, q_bytes_);
+    if (!busy_) start_next(now);
+    return true;
+  }
   const uint32_t bytes = frame_bytes(p);
-  if (busy_ && q_bytes_ + bytes > cfg_.queue_bytes) {
+  if ((busy_ || paused_) && q_bytes_ + bytes > cfg_.queue_bytes) {
     ++stats_.queue_drops;
     pool.free(pkt);
     return false;
@@ -76,7 +95,7 @@ bool Link::enqueue(PacketId pkt, Time now) {
     p.meta.traffic_class |= 3;
     ++stats_.ecn_marked;
   }
-  push(pkt);
+  q_.push(pkt);
   q_bytes_ += bytes;
   stats_.max_queue_bytes = std::max(stats_.max_queue_bytes, q_bytes_);
   if (!busy_) start_next(now);
@@ -84,15 +103,35 @@ bool Link::enqueue(PacketId pkt, Time now) {
 }
 
 void Link::start_next(Time now) {
-  if (q_count_ == 0) {
-    busy_ = false;
-    return;
-  }
-  const PacketId p = pop();
-  const Packet& pk = net_.pool()[p];
-  q_bytes_ -= frame_bytes(pk);
+  busy_ = false;
+  if (paused_ || (q_.empty() && pq_.empty())) return;
+  // Strict priority: trimmed headers and control packets first (DCP).
+  const bool prio = !pq_.empty();
+  const PacketId p = prio ? pq_.pop() : q_.pop();
+  Packet& pk = net_.pool()[p];
+  (prio ? pq_bytes_ : q_bytes_) -= frame_bytes(pk);
+  if (prio) ++stats_.prio_frames;
+  if (policy_ != nullptr) policy_->dequeued(*this, pk, now);
   busy_ = true;
   net_.sim().schedule(now + serialization(wire_bytes(pk), cfg_.rate_bps), this, kTxDone, p);
+}
+
+void Link::signal_pfc(bool xoff, Time now) {
+  // The PAUSE frame crosses the cable back to us; its own 64-byte
+  // serialization on the reverse link is not modelled.
+  net_.sim().schedule(now + cfg_.delay, this, xoff ? kPauseOn : kPauseOff);
+}
+
+void Link::set_paused(bool paused, Time now) {
+  if (paused == paused_) return;
+  paused_ = paused;
+  if (paused) {
+    ++stats_.pfc_pauses;
+    paused_since_ = now;
+    return;
+  }
+  stats_.paused_ps += static_cast<uint64_t>((now - paused_since_).ps);
+  if (!busy_) start_next(now);
 }
 
 void Link::corrupt(Packet& p, uint32_t bit) {
@@ -139,6 +178,10 @@ void Link::on_event(uint32_t kind, uint64_t arg, Time now) {
     }
     start_next(now);
     from_.on_link_ready(*this, now);
+    return;
+  }
+  if (kind == kPauseOn || kind == kPauseOff) {
+    set_paused(kind == kPauseOn, now);
     return;
   }
   if (kind == kDeliver) {

@@ -8,72 +8,16 @@
 
 namespace sroce::sim {
 
-size_t GidHash::operator()(const Gid& g) const {
-  uint64_t a, b;
-  std::memcpy(&a, g.raw, 8);
-  std::memcpy(&b, g.raw + 8, 8);
-  return static_cast<size_t>(Rng::mix(a ^ Rng::mix(b)));
-}
-
-uint64_t ecmp_hash(const PacketMeta& m, uint64_t seed) {
-  uint64_t s0, s1, d0, d1;
-  std::memcpy(&s0, m.src.raw, 8);
-  std::memcpy(&s1, m.src.raw + 8, 8);
-  std::memcpy(&d0, m.dst.raw, 8);
-  std::memcpy(&d1, m.dst.raw + 8, 8);
-  constexpr uint64_t kProtoUdp = 17;
-  uint64_t h = Rng::mix(seed ^ s0);
-  h = Rng::mix(h ^ s1);
-  h = Rng::mix(h ^ d0);
-  h = Rng::mix(h ^ d1);
-  h = Rng::mix(h ^ (kProtoUdp << 32 | uint64_t{m.src_port} << 16 | m.dst_port));
-  return h;
-}
-
-// --- Switch ------------------------------------------------------------------
-
-Switch::Switch(Network& net, NodeId id, std::string name, uint64_t ecmp_seed)
-    : Node(net, id, std::move(name), NodeKind::kSwitch, Gid{}), seed_(ecmp_seed) {}
-
-const std::vector<Link*>& Switch::next_hops(const Gid& dst) const {
-  static const std::vector<Link*> kNone;
-  auto it = routes_.find(dst);
-  return it == routes_.end() ? kNone : it->second;
-}
-
-Link* Switch::select(const PacketMeta& m) const {
-  const auto& hops = next_hops(m.dst);
-  if (hops.empty()) return nullptr;
-  if (hops.size() == 1) return hops[0];
-  return hops[ecmp_hash(m, seed_) % hops.size()];
-}
-
-void Switch::receive(PacketId pkt, Link&, Time now) {
-  auto& pool = net_.pool();
-  Packet& p = pool[pkt];
-  // IP TTL / hop limit: a router decrements it (masked in the ICRC).
-  if (p.meta.hop_limit <= 1) {
-    ++stats_.ttl_expired;
-    pool.free(pkt);
-    return;
-  }
-  --p.meta.hop_limit;
-  Link* out = select(p.meta);
-  if (out == nullptr) {
-    ++stats_.no_route;
-    pool.free(pkt);
-    return;
-  }
-  ++stats_.forwarded;
-  if (!out->enqueue(pkt, now)) ++stats_.egress_drops;
-}
-
 // --- Endpoint ----------------------------------------------------------------
 
 void Endpoint::receive(PacketId pkt, Link& from, Time now) {
   auto& pool = net_.pool();
   const Packet& p = pool[pkt];
   Arrival a{now, p.serial, p.meta, {}, p.corrupted, p.duplicate, from.id()};
+  a.trimmed = p.trimmed;
+  a.sb_flag = p.sb_flag;
+  a.int_count = p.int_count;
+  a.int_hops = p.int_hops;
   if (keep_payloads) a.payload.assign(p.data.begin(), p.data.begin() + p.len);
   arrivals_.push_back(std::move(a));
   pool.free(pkt);
@@ -120,6 +64,7 @@ std::pair<Link*, Link*> Network::connect(Node& a, Node& b, const LinkConfig& ab,
     Rng rng(Rng::mix(sim_.seed() ^ Rng::mix(0x11u + id)));
     links_.push_back(std::make_unique<Link>(*this, id, from, to, cfg, rng));
     from.add_out_link(links_.back().get());
+    if (from.kind() == NodeKind::kSwitch) static_cast<Switch&>(from).attach_port(*links_.back());
     return links_.back().get();
   };
   Link* l1 = make(a, b, ab);
@@ -203,6 +148,10 @@ LinkStats Network::total_link_stats() const {
     t.reordered += s.reordered;
     t.ecn_marked += s.ecn_marked;
     t.max_queue_bytes = std::max(t.max_queue_bytes, s.max_queue_bytes);
+    t.trimmed += s.trimmed;
+    t.prio_frames += s.prio_frames;
+    t.pfc_pauses += s.pfc_pauses;
+    t.paused_ps += s.paused_ps;
   }
   return t;
 }

@@ -70,7 +70,8 @@ const Region* region_of(const Side& s, uint64_t addr);
 class Case {
  public:
   Case(uint64_t seed, const PropertyConfig& cfg, PropertyResult& res)
-      : seed_(seed), cfg_(cfg), res_(res), rng_(Rng::mix(seed ^ 0x70726f7065727479ull)), sim_(seed), net_(sim_) {}
+      : seed_(seed), cfg_(cfg), res_(res), rng_(Rng::mix(seed ^ 0x70726f7065727479ull)),
+        lrng_(Rng::mix(seed ^ 0x6c6f7373796d6f64ull)), sim_(seed), net_(sim_) {}
 
   void run();
 
@@ -101,6 +102,7 @@ class Case {
   bool drained() const;
   bool run_until_drained(Time limit, const char* phase);
   void check_memory(int side);
+  void check_lossy();
   void fail(std::string what);
   void trace(std::string what) {
     if (cfg_.verbose) res_.trace.push_back(fmt_time() + " " + what);
@@ -111,6 +113,7 @@ class Case {
   const PropertyConfig& cfg_;
   PropertyResult& res_;
   Rng rng_;
+  Rng lrng_;  // lossy-mode choices: a stream of their own (docs/lossy.md)
   Simulator sim_;
   Network net_;
   Side sides_[2];

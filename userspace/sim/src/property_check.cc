@@ -179,12 +179,41 @@ void Case::run() {
     res_.timeouts += es.timeouts;
     if (h.stats().stalls) fail("side" + std::to_string(s) + ": next_deadline() was due but did nothing " + std::to_string(h.stats().stalls) + " times");
   }
+  check_lossy();
   const LinkStats ls = net_.total_link_stats();
   res_.frames_lost = ls.lost() + ls.queue_drops;
   res_.frames_corrupted = ls.corrupted;
   res_.frames_duplicated = ls.duplicated;
   res_.events = sim_.events_run();
   res_.sim_time_us = static_cast<double>(sim_.now().ps) / 1e6;
+}
+
+// Lossy mode: counters for the summary; both ends of a pair agree on the
+// mode (negotiation), a compatible-only case never switches; and under pure
+// path reordering (nothing lost, no RNR) nothing is retransmitted spuriously.
+void Case::check_lossy() {
+  uint64_t rnr = 0;
+  for (const End& x : ends_) {
+    auto st = x.q.host->engine().qp_stats(x.q.qpn);
+    if (!st) continue;
+    const QpStats& q = *st;
+    const bool on = q.mode == QpMode::kLossy;
+    res_.lossy_qps += on ? 1 : 0;
+    res_.selective_retransmits += q.selective_retransmits;
+    res_.spurious_retransmits += q.spurious_retransmits;
+    res_.trims_received += q.trims_received;
+    res_.sacks_sent += q.sacks_sent;
+    rnr += q.rnr_naks_received;
+    if (on && !res_.lossy)
+      fail("qp " + std::to_string(x.q.qpn) + " switched to lossy mode with lossy mode off");
+    if (q.trims_received && !res_.trimming) fail("trimmed packets without trimming switches");
+  }
+  if (res_.pure_reorder && res_.ok && rnr == 0 && !fault_posted_) {
+    const LinkStats ls = net_.total_link_stats();
+    if (ls.lost() + ls.queue_drops == 0 && res_.spurious_retransmits != 0)
+      fail("pure path reordering: " + std::to_string(res_.spurious_retransmits) +
+           " spurious retransmissions (expected 0)");
+  }
 }
 
 }  // namespace prop

@@ -156,6 +156,20 @@ bool Case::build() {
   hc.arena_bytes = kDataRegions * kRegionBytes + (256u << 10);
   const bool b2b = rng_.chance(0.4);
   Host *a = nullptr, *b = nullptr;
+  // Lossy mode (own stream: the rest of the case does not change).
+  const bool lossy = cfg_.lossy == PropertyConfig::Lossy::kAuto && lrng_.chance(0.75);
+  const uint16_t lane_choices[] = {1, 4, 16};
+  hc.engine.lossy.enable = lossy;
+  hc.engine.lossy.lanes = lane_choices[lrng_.below(3)];
+  const bool pure_reorder = lossy && !b2b && hc.engine.lossy.lanes > 1 && lrng_.chance(0.25);
+  // Trimming only with MTU >= 1024: without congestion control a trimmed
+  // 256-byte MTU stream sends as many header bytes as the slow downlink
+  // carries, and strict priority starves the data queue for good.
+  const bool trimming =
+      lossy && !b2b && !pure_reorder && lrng_.chance(0.3) && mtu_bytes(mtu_) >= 1024;
+  res_.lossy = lossy;
+  res_.pure_reorder = pure_reorder;
+  res_.trimming = trimming;
   std::snprintf(buf, sizeof buf, "%.0fG delay=%lldns queue=%lluK mtu=%u",
                 static_cast<double>(lc.rate_bps) / 1e9, static_cast<long long>(lc.delay.ps / 1000),
                 static_cast<unsigned long long>(lc.queue_bytes >> 10), mtu_bytes(mtu_));
@@ -178,6 +192,17 @@ bool Case::build() {
     ls.host_link = ls.uplink = ls.downlink = lc;
     desc = "leaf-spine spines=" + std::to_string(ls.spines) + " " + buf;
     build_impairments(ls.downlink.impair, desc);
+    if (pure_reorder) ls.downlink.impair = Impairments{};
+    if (trimming) {
+      // DCP-style switches: a slow downlink fills a small shared buffer, so
+      // data packets get cut to their headers (the engine gets meta.trimmed).
+      ls.sw.mmu = true;
+      ls.sw.trim = true;
+      ls.sw.buffer_bytes = static_cast<uint64_t>(lrng_.range(24, 96)) << 10;
+      desc += " trim(buffer=" + std::to_string(ls.sw.buffer_bytes >> 10) + "K)";
+      ls.downlink.rate_bps = lc.rate_bps / 2;
+      ls.downlink.impair.corrupt = 0;  // a corrupted trimmed frame has no ICRC to catch it
+    }
     LeafSpine t = build_leaf_spine(net_, ls, hc);
     a = t.hosts[0];
     b = t.hosts[1];
@@ -190,6 +215,25 @@ bool Case::build() {
       for (Link* l : t.down[s]) l->impairments().outages.push_back({t1, t2});
       desc += " flap(spine" + std::to_string(s) + ")";
     }
+    if (pure_reorder) {
+      // Pure path reordering: spine s adds s * step to every frame (each path
+      // stays FIFO), nothing is lost, duplicated or corrupted.
+      const Duration step = Duration::nanos(lrng_.range(300, 6000));
+      const size_t nspines = t.up.empty() ? 0 : t.up[0].size();
+      for (size_t s = 0; s < nspines; ++s) {
+        for (auto& per_leaf : t.up) {
+          Impairments& im = per_leaf[s]->impairments();
+          im = Impairments{};
+          im.reorder = s == 0 ? 0.0 : 1.0;
+          im.reorder_delay = step * static_cast<int64_t>(s);
+        }
+        for (Link* l : t.down[s]) l->impairments() = Impairments{};
+      }
+      desc += " pure-reorder(step=" + std::to_string(step.ps / 1000) + "ns, impairments off)";
+    }
+  }
+  if (lossy) {
+    desc += " lossy(lanes=" + std::to_string(hc.engine.lossy.lanes) + ")";
   }
   if (!setup_side(sides_[0], *a) || !setup_side(sides_[1], *b)) return false;
 

@@ -11,6 +11,13 @@ int scenario_lossy_rc(const ScenarioOptions&, Reporter&);
 int scenario_link_flap(const ScenarioOptions&, Reporter&);
 int scenario_property(const ScenarioOptions&, Reporter&);
 int scenario_fabric_selftest(const ScenarioOptions&, Reporter&);
+int scenario_workload(const ScenarioOptions&, Reporter&);
+// Issue 4's lossy-mode experiments (scenarios/lossy_pair.cc, lossy_fabric.cc).
+int scenario_lossy_loss_sweep(const ScenarioOptions&, Reporter&);
+int scenario_lossy_reorder_only(const ScenarioOptions&, Reporter&);
+int scenario_lossy_path_failure(const ScenarioOptions&, Reporter&);
+int scenario_lossy_trim(const ScenarioOptions&, Reporter&);
+int scenario_lossy_spray_vs_ecmp(const ScenarioOptions&, Reporter&);
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> kAll = {
@@ -28,6 +35,19 @@ const std::vector<Scenario>& scenarios() {
        scenario_property},
       {"fabric-selftest", "synthetic traffic (no engine): ECMP spread, serialization, loss and reorder rates",
        scenario_fabric_selftest},
+      {"workload", "datacenter traffic (websearch/fbhdp/... Poisson, incast, all-to-all, permutation) on a leaf-spine "
+                   "or fat-tree with the switch model; FCT slowdown, queues, PFC, utilisation, events/s",
+       scenario_workload},
+      {"loss-sweep", "one QP, 100 Gbit/s, random loss 0..5 %: goodput of go-back-N, selective repeat, 16 lanes",
+       scenario_lossy_loss_sweep},
+      {"reorder-only", "four paths of different delay, no loss: spurious retransmissions, lanes vs gap-is-loss",
+       scenario_lossy_reorder_only},
+      {"path-failure", "one of four spines blackholes mid-transfer: lane retirement time, goodput dip, no WR lost",
+       scenario_lossy_path_failure},
+      {"trim", "heavy incast on a lossy fabric with switch trimming on and off: RTOs and tail FCT",
+       scenario_lossy_trim},
+      {"spray-vs-ecmp", "permutation traffic on a leaf-spine: one lane (ECMP) vs lanes: p99 FCT, link utilisation",
+       scenario_lossy_spray_vs_ecmp},
   };
   return kAll;
 }

@@ -87,6 +87,7 @@ Result<void> connect_qp(QpEnd& local, const QpEnd& remote, const QpOptions& o,
     a.ah_attr.dgid = remote.addr;
     a.ah_attr.sgid_index = 0;
     a.ah_attr.hop_limit = 64;
+    a.ah_attr.traffic_class = o.traffic_class;
     mask |= kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
     if (o.type == QpType::kRc) {
       a.max_dest_rd_atomic = o.max_rd_atomic;

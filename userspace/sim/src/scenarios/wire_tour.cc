@@ -220,6 +220,10 @@ Tour::Step Tour::write_step(const std::string& name, QpEnd& q, WrOpcode op, uint
 bool Tour::setup(std::string* err) {
   HostConfig hc;
   hc.engine.seed = opt_.seed;
+  // The tour is of plain RoCEv2 (IBA opcodes, as any peer and tshark's
+  // dissector see them): keep the QPs in compatible mode, or two sroce engines
+  // negotiate lossy mode and its extension headers.
+  hc.engine.lossy.enable = false;
   hc.arena_bytes = 2 * kRegion;
   LinkConfig lc;
   lc.rate_bps = 25'000'000'000ull;

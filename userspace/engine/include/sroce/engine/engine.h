@@ -46,12 +46,42 @@ struct PacketMeta {
   uint8_t traffic_class = 0;  // DSCP << 2 | ECN (ECN CE = 3 on receive)
   uint8_t hop_limit = 64;
   uint32_t flow_label = 0;  // IPv6 only
+  // Receive only: a switch cut the payload (DCP / Ultra Ethernet trimming).
+  // The ICRC of such a packet is not checked (its bytes are gone); only the
+  // BTH is read, and in lossy mode it becomes an immediate, precise
+  // retransmission request for its PSN (docs/lossy.md).
+  bool trimmed = false;
 };
 
 struct TxPacket {
   size_t len = 0;  // bytes written into the caller's buffer (UDP payload)
   PacketMeta meta;
   Time send_at;  // earliest time to put it on the wire (pacing)
+};
+
+#if __has_include("sroce_config.h")
+#include "sroce_config.h"  // Kconfig (build/generated): CONFIG_DEFAULT_LANES
+#endif
+#ifdef SROCE_CONFIG_DEFAULT_LANES
+inline constexpr uint16_t kDefaultLanes = SROCE_CONFIG_DEFAULT_LANES;  // Kconfig DEFAULT_LANES
+#else
+inline constexpr uint16_t kDefaultLanes = 16;
+#endif
+// Upper bound of LossyConfig::lanes (per-lane state is a fixed array).
+inline constexpr uint16_t kMaxLanes = 64;
+
+// Lossy mode (docs/lossy.md): selective repeat with SACK, lanes (UDP source
+// ports) with per-lane sequences, trimmed packets. Negotiated per RC QP in
+// band; a peer that does not offer it keeps the QP in compatible mode.
+struct LossyConfig {
+  bool enable = true;           // offer lossy mode; negotiated per QP; false = compatible only
+  uint16_t lanes = kDefaultLanes;  // source ports per QP in lossy mode (1 = selective repeat, one path)
+  // Single lane: later arrivals before a gap is a loss (Falcon). With lanes a
+  // cross-lane gap waits for every lane to pass it or for the timer
+  // (docs/lossy.md says why no count is used there).
+  uint16_t ooo_threshold = 3;
+  Duration reorder_timeout = Duration::micros(50);
+  bool gap_is_loss = false;     // baseline: every PSN gap is a loss at once (IRN-style receiver)
 };
 
 struct EngineConfig {
@@ -80,6 +110,7 @@ struct EngineConfig {
   // The datapath generates and checks the ICRC itself (NIC offload, benchmarks):
   // the engine writes a zero ICRC and does not verify received ones.
   bool icrc_offload = false;
+  LossyConfig lossy;
 };
 
 // Why a received packet was dropped. The first values are the proto parser's
@@ -128,8 +159,12 @@ struct EngineStats {
   uint64_t async_events_lost = 0;  // async event queue full
 };
 
+enum class QpMode : uint8_t { kCompatible = 0, kLossy = 1 };
+const char* to_string(QpMode m);
+
 // Per-QP counters (qp_stats()).
 struct QpStats {
+  QpMode mode = QpMode::kCompatible;  // requester direction: lossy once negotiated
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;    // UDP payload bytes
   uint64_t rx_packets = 0;  // accepted by the QP (after the checks)
@@ -148,6 +183,31 @@ struct QpStats {
   uint64_t read_responses_sent = 0;
   uint64_t send_wqes_completed = 0;
   uint64_t recv_wqes_completed = 0;
+  // --- lossy mode (docs/lossy.md) ---
+  uint64_t sacks_sent = 0;             // ACKs carrying the SACK extension
+  uint64_t sacks_received = 0;
+  uint64_t selective_retransmits = 0;  // single PSNs resent on a precise request, a trim or an RTO
+  // Retransmissions the peer already had: counted by the peer's receiver and
+  // echoed in its ACK extension (cumulative), so this is the sender's view of
+  // its own spurious retransmissions.
+  uint64_t spurious_retransmits = 0;
+  uint64_t duplicates_lossy = 0;       // receiver: duplicate data packets it already had
+  uint64_t trims_received = 0;         // receiver: trimmed requests turned into requests
+  uint64_t losses_detected = 0;        // receiver: PSNs declared lost (lane gap, threshold, timer, trim)
+  uint64_t max_reorder_depth = 0;      // receiver: largest PSN distance above the expected PSN
+  int64_t srtt_ps = 0;                 // requester: smoothed RTT (RFC 6298 weights), 0 = no sample
+};
+
+// Per-lane counters of a lossy QP (Engine::lane_stats). A lane is one UDP
+// source port, hence one ECMP path.
+struct LaneStats {
+  uint16_t src_port = 0;
+  bool active = false;  // false: retired (no new packets; probed now and then)
+  uint64_t tx_packets = 0;
+  uint64_t retransmits = 0;
+  uint64_t naks = 0;             // retransmission requests for packets sent on this lane
+  uint64_t losses_detected = 0;  // receiver: gaps inside this lane's sequence
+  int64_t srtt_ps = 0;
 };
 
 struct MrKeys {
@@ -184,6 +244,9 @@ class Engine {
   Result<QpAttr> query_qp(Qpn qpn) const;
   Result<void> destroy_qp(Qpn qpn);
   Result<QpStats> qp_stats(Qpn qpn) const;
+  // Per-lane counters of an RC QP: fills out[0..n) and returns n (the QP's
+  // lane count, at most out.size()); 0 for an unknown QP.
+  size_t lane_stats(Qpn qpn, std::span<LaneStats> out) const;
 
   // --- data path ----------------------------------------------------------
   // 0 on success, else the errno ibv_post_send returns (EINVAL, ENOMEM when the

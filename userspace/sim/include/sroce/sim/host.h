@@ -30,12 +30,22 @@ struct HostConfig {
   EngineConfig engine;           // `gids` is filled by the host with its address
   uint64_t arena_bytes = 64ull << 20;
   uint32_t tx_ring = 4;
+  // The engine moves no payload bytes (a NullMemory behind the arena's
+  // addresses): for large workloads whose data is not checked. Saves the two
+  // copies per packet and the arena's pages; the packets are the same.
+  bool discard_payload = false;
 };
 
 struct HostStats {
   uint64_t rx_frames = 0;
   uint64_t rx_corrupted = 0;  // delivered with a flipped bit: the engine must drop each
   uint64_t rx_duplicates = 0;
+  // Switch signals on arriving frames (switch.h), for congestion control to
+  // come: ECN CE, trimmed headers, the shared-buffer flag, INT-stamped frames.
+  uint64_t rx_ecn_ce = 0;
+  uint64_t rx_trimmed = 0;
+  uint64_t rx_sb_flag = 0;
+  uint64_t rx_int = 0;
   uint64_t tx_frames = 0;
   uint64_t tx_dropped = 0;    // refused by the uplink (link down)
   uint64_t paced = 0;         // frames held for a future send_at
@@ -50,6 +60,10 @@ class Host final : public Node, private EventSink {
  public:
   using CompletionFn = std::function<void(Host&, Handle cq, const Wc&, Time)>;
   using AsyncFn = std::function<void(Host&, const AsyncEvent&, Time)>;
+  // Sees every arriving frame before the engine does, with its fabric-side
+  // state (INT records, shared-buffer flag, trimmed): where a congestion
+  // control integration reads what the engine's wire does not carry yet.
+  using RxFn = std::function<void(Host&, const Packet&, Time)>;
 
   Host(Network& net, NodeId id, std::string name, Gid addr, const HostConfig& cfg);
   ~Host() override;
@@ -65,6 +79,7 @@ class Host final : public Node, private EventSink {
   void watch_cq(Handle cq) { cqs_.push_back(cq); }
   void on_completion(CompletionFn fn) { on_wc_ = std::move(fn); }
   void on_async_event(AsyncFn fn) { on_async_ = std::move(fn); }
+  void on_rx_packet(RxFn fn) { on_rx_ = std::move(fn); }
 
   // Data-path verbs through the host, so the driver loop runs right after
   // (as a doorbell would wake the datapath).
@@ -90,11 +105,13 @@ class Host final : public Node, private EventSink {
   HostConfig cfg_;
   Gid gids_[1];
   ArenaMemory mem_;
+  NullMemory null_mem_;
   std::unique_ptr<Engine> engine_;
   HostStats stats_;
   std::vector<Handle> cqs_;
   CompletionFn on_wc_;
   AsyncFn on_async_;
+  RxFn on_rx_;
   std::optional<PacketId> held_;  // polled but its send_at is in the future
   Time held_until_;
   Time wake_at_ = Time::never();

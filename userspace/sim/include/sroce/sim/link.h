@@ -7,6 +7,14 @@
 //   enqueue (t0) -> [waits behind earlier frames] -> serialization starts (ts)
 //   -> last bit out at ts + wire_bits/rate (kTxDone: impairments decide)
 //   -> last bit arrives at + delay (+ reorder delay) (kDeliver: pcap, receiver)
+//
+// A link leaving a switch whose shared-buffer model is on (switch.h) has an
+// EgressPolicy: the switch admits (or trims, or drops) each frame instead of the
+// link's own drop-tail limit, and sees each frame as it starts serialization
+// (ECN marking and INT stamping at dequeue, buffer release). Such a link has a
+// second, strict-priority FIFO for trimmed headers and control packets, and can
+// be paused by PFC from the node it feeds (IEEE 802.1Qbb; modelled as XOFF/XON
+// signals that take the link delay to arrive).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +40,21 @@ struct LinkConfig {
   Impairments impair;
 };
 
+class Link;
+
+// The switch side of an egress port (switch.h implements it).
+class EgressPolicy {
+ public:
+  enum class Admit : uint8_t { kQueue, kPriority, kDrop };
+  // Decides where `p` waits; may trim it (shorten p.len) before it is queued.
+  virtual Admit admit(Link& link, Packet& p, Time now) = 0;
+  // `p` left the queue and starts serialization now.
+  virtual void dequeued(Link& link, Packet& p, Time now) = 0;
+
+ protected:
+  ~EgressPolicy() = default;
+};
+
 struct LinkStats {
   uint64_t enqueued = 0;
   uint64_t tx_frames = 0;      // frames fully serialized
@@ -47,6 +70,11 @@ struct LinkStats {
   uint64_t reordered = 0;
   uint64_t ecn_marked = 0;
   uint64_t max_queue_bytes = 0;
+  // Switch model (only on links with an EgressPolicy / PFC).
+  uint64_t trimmed = 0;        // frames cut to their headers on admission
+  uint64_t prio_frames = 0;    // frames sent from the priority queue
+  uint64_t pfc_pauses = 0;     // XOFF signals that paused this link
+  uint64_t paused_ps = 0;      // total time paused (closed intervals)
 
   uint64_t lost() const { return lost_random + lost_burst + lost_down + lost_forced; }
 };
@@ -73,11 +101,27 @@ class Link final : public EventSink {
   const LinkConfig& config() const { return cfg_; }
   Impairments& impairments() { return imp_.config(); }
   const LinkStats& stats() const { return stats_; }
+  LinkStats& stats_mut() { return stats_; }  // for the egress policy's counters
   std::string name() const;
 
-  size_t queued_packets() const { return q_count_; }
-  uint64_t queued_bytes() const { return q_bytes_; }
+  // Frames and frame bytes waiting (both FIFOs), not counting the one in service.
+  size_t queued_packets() const { return q_.size() + pq_.size(); }
+  uint64_t queued_bytes() const { return q_bytes_ + pq_bytes_; }
+  uint64_t data_queue_bytes() const { return q_bytes_; }
+  uint64_t prio_queue_bytes() const { return pq_bytes_; }
   bool busy() const { return busy_; }
+  bool paused() const { return paused_; }
+
+  void set_policy(EgressPolicy* policy, uint32_t port_index) {
+    policy_ = policy;
+    port_index_ = port_index;
+  }
+  uint32_t port_index() const { return port_index_; }
+  // PFC: the receiving node asks this link to stop (xoff) or go on (xon); the
+  // signal takes the link delay to reach the sender.
+  void signal_pfc(bool xoff, Time now);
+  // Applies a pause/resume at once (what the signal does when it arrives).
+  void set_paused(bool paused, Time now);
   bool up_at(Time t) const { return !imp_.down_at(t); }
 
   // Ethernet frame bytes (header .. FCS excluded) for a packet, and what it
@@ -90,11 +134,24 @@ class Link final : public EventSink {
   void on_event(uint32_t kind, uint64_t arg, Time now) override;
 
  private:
-  enum : uint32_t { kTxDone = 1, kDeliver = 2 };
+  enum : uint32_t { kTxDone = 1, kDeliver = 2, kPauseOn = 3, kPauseOff = 4 };
+
+  // FIFO ring of packet ids; grows (at warm-up) by doubling.
+  class Fifo {
+   public:
+    Fifo() : ring_(16) {}
+    void push(PacketId p);
+    PacketId pop();
+    size_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+
+   private:
+    std::vector<PacketId> ring_;
+    size_t head_ = 0;
+    size_t count_ = 0;
+  };
 
   void start_next(Time now);
-  void push(PacketId p);
-  PacketId pop();
   void corrupt(Packet& p, uint32_t bit);
 
   Network& net_;
@@ -104,12 +161,17 @@ class Link final : public EventSink {
   LinkConfig cfg_;
   Impairer imp_;
   LinkStats stats_;
-  // FIFO ring of waiting packets (not including the one in service).
-  std::vector<PacketId> ring_;
-  size_t q_head_ = 0;
-  size_t q_count_ = 0;
+  // Waiting packets (not including the one in service): data, and the
+  // strict-priority FIFO of trimmed headers and control packets.
+  Fifo q_;
+  Fifo pq_;
   uint64_t q_bytes_ = 0;
+  uint64_t pq_bytes_ = 0;
   bool busy_ = false;
+  bool paused_ = false;
+  Time paused_since_;
+  EgressPolicy* policy_ = nullptr;
+  uint32_t port_index_ = 0;
   uint64_t ordinal_ = 0;  // frames serialized so far (for Impairments::drop_frames)
 };
 

@@ -3,6 +3,7 @@
 // optional tap that sees every frame any link delivers (pcap).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "sroce/sim/node.h"
 #include "sroce/sim/packet.h"
 #include "sroce/sim/simulator.h"
+#include "sroce/sim/switch.h"
 
 namespace sroce::sim {
 
@@ -30,42 +32,6 @@ class FrameTap {
 
  protected:
   ~FrameTap() = default;
-};
-
-struct GidHash {
-  size_t operator()(const Gid& g) const;
-};
-
-// The ECMP hash of a switch: the 5-tuple (source and destination IP, protocol
-// UDP, source and destination port) mixed with a per-switch seed, so that the
-// UDP source port (the engine's lane) decides the path.
-uint64_t ecmp_hash(const PacketMeta& m, uint64_t seed);
-
-struct SwitchStats {
-  uint64_t forwarded = 0;
-  uint64_t no_route = 0;
-  uint64_t ttl_expired = 0;
-  uint64_t egress_drops = 0;
-};
-
-class Switch final : public Node {
- public:
-  Switch(Network& net, NodeId id, std::string name, uint64_t ecmp_seed);
-  void receive(PacketId pkt, Link& from, Time now) override;
-
-  void set_routes(std::unordered_map<Gid, std::vector<Link*>, GidHash> routes) {
-    routes_ = std::move(routes);
-  }
-  // The next hops toward `dst` (empty if unreachable).
-  const std::vector<Link*>& next_hops(const Gid& dst) const;
-  // The egress link a packet with this addressing takes.
-  Link* select(const PacketMeta& m) const;
-  const SwitchStats& stats() const { return stats_; }
-
- private:
-  std::unordered_map<Gid, std::vector<Link*>, GidHash> routes_;
-  uint64_t seed_;
-  SwitchStats stats_;
 };
 
 // A synthetic traffic endpoint: sends caller-built packets, counts and keeps
@@ -85,6 +51,10 @@ class Endpoint final : public Node {
     bool corrupted;
     bool duplicate;
     LinkId via;
+    bool trimmed = false;
+    bool sb_flag = false;
+    uint8_t int_count = 0;
+    std::array<IntHop, kMaxIntHops> int_hops{};
   };
   const std::vector<Arrival>& arrivals() const { return arrivals_; }
   bool keep_payloads = true;

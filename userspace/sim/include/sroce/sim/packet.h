@@ -19,6 +19,26 @@ namespace sroce::sim {
 
 using PacketId = uint32_t;
 
+// No link (a packet that has not crossed a switch yet).
+inline constexpr uint32_t kNoLinkId = UINT32_MAX;
+
+// In-band network telemetry, one record per switch egress port the packet
+// left (HPCC, Li et al. SIGCOMM 2019, section 3.2 and figure 6: timestamp,
+// txBytes, qLen, B; Odin adds the shared-buffer flag). Kept in the packet slot,
+// not on the wire: the wire encoding of INT is the engine's (docs/cc/README.md,
+// "Integration", item 10), so the fabric carries it beside the bytes and a
+// later integration copies it out at the receiving host.
+struct IntHop {
+  uint32_t port_id = 0;     // (switch node id << 16) | egress port index
+  Time ts;                  // dequeue time at that port
+  uint64_t tx_bytes = 0;    // wire bytes the port has sent, this packet included
+  uint32_t qlen_bytes = 0;  // egress queue left behind
+  uint64_t link_bps = 0;    // egress link rate
+  bool buffer_flag = false; // the switch's shared buffer is above its flag level
+};
+// A 3-tier fat-tree path crosses 5 switches.
+inline constexpr uint32_t kMaxIntHops = 5;
+
 struct Packet {
   std::array<std::byte, Engine::kMaxPacket> data;
   uint32_t len = 0;
@@ -26,6 +46,13 @@ struct Packet {
   uint64_t serial = 0;        // unique per packet created (a duplicate gets its own)
   bool corrupted = false;     // a bit was flipped on some link
   bool duplicate = false;     // created by a duplicating link
+  // Switch model (switch.h): set by the fabric, read by hosts and metrics.
+  bool trimmed = false;       // cut to its headers by a trimming switch (DCP)
+  bool sb_flag = false;       // some switch's shared buffer was above its flag level
+  bool priority = false;      // queued in the strict-priority (header/control) queue
+  uint8_t int_count = 0;      // valid entries of int_hops
+  uint32_t ingress = kNoLinkId;  // link it arrived on at the current switch (PFC accounting)
+  std::array<IntHop, kMaxIntHops> int_hops;
 
   std::span<const std::byte> payload() const { return {data.data(), len}; }
 };
@@ -48,6 +75,11 @@ class PacketPool {
     p.serial = next_serial_++;
     p.corrupted = false;
     p.duplicate = false;
+    p.trimmed = false;
+    p.sb_flag = false;
+    p.priority = false;
+    p.int_count = 0;
+    p.ingress = kNoLinkId;
     ++live_;
     return id;
   }
@@ -59,6 +91,12 @@ class PacketPool {
     d.len = s.len;
     d.meta = s.meta;
     d.corrupted = s.corrupted;
+    d.trimmed = s.trimmed;
+    d.sb_flag = s.sb_flag;
+    d.priority = s.priority;
+    d.int_count = s.int_count;
+    d.ingress = s.ingress;
+    d.int_hops = s.int_hops;
     return id;
   }
   void free(PacketId id) {

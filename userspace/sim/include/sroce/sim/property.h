@@ -18,7 +18,9 @@
 //  * every corrupted frame delivered to a host is dropped by the engine
 //    (ICRC or parse check) before it can act;
 //  * no hang: all completions arrive within a bounded simulated time, and the
-//    engines go idle afterwards.
+//    engines go idle afterwards;
+//  * lossy mode (most cases): the same, with lanes, trimming switches; and
+//    under pure path reordering no spurious retransmission.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,17 @@ struct PropertyConfig {
   };
   Sabotage sabotage = Sabotage::kNone;
 
+  // Lossy mode (docs/lossy.md). kAuto: most cases offer it (the engines
+  // negotiate it), with 1, 4 or 16 lanes, some leaf-spine cases with trimming
+  // switches (a slow downlink fills a small shared buffer) and some with pure
+  // path reordering (every spine a different fixed delay, nothing lost), where
+  // the oracle also demands zero spurious retransmissions; the rest stay
+  // compatible. These choices come from their own seed stream, so the case
+  // itself (fabric, impairments, operations) is the same as without them.
+  // kOff: compatible mode only.
+  enum class Lossy : uint8_t { kAuto, kOff };
+  Lossy lossy = Lossy::kAuto;
+
   static constexpr uint32_t kOpSend = 1, kOpWrite = 2, kOpRead = 4, kOpAtomic = 8;
   static constexpr uint32_t kOpAll = kOpSend | kOpWrite | kOpRead | kOpAtomic;
   // "send,write,read,atomic" (any subset) -> bits; 0 if a name is unknown.
@@ -76,6 +89,15 @@ struct PropertyResult {
   uint64_t naks = 0;
   uint64_t rnr_naks = 0;
   uint64_t timeouts = 0;
+  // lossy mode (QpStats summed over the case's QPs)
+  bool lossy = false;            // the case offered lossy mode
+  bool pure_reorder = false;     // per-spine delays, no impairments
+  bool trimming = false;         // trimming switches
+  uint64_t lossy_qps = 0;        // QP ends that switched to lossy mode
+  uint64_t selective_retransmits = 0;
+  uint64_t spurious_retransmits = 0;
+  uint64_t trims_received = 0;
+  uint64_t sacks_sent = 0;
 };
 
 PropertyResult run_property_case(uint64_t seed, const PropertyConfig& cfg = {});

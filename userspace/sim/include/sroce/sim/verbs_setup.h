@@ -27,6 +27,7 @@ struct QpOptions {
   uint32_t access = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
                     kAccessRemoteAtomic;
   uint32_t qkey = 0x11111111;  // UD
+  uint8_t traffic_class = 0;   // IP TOS of the QP's packets (DSCP << 2 | ECN)
   bool sq_sig_all = false;
 };
 

@@ -1,0 +1,304 @@
+// Lossy mode, the sending side (docs/lossy.md): negotiation, lanes and
+// their health, the window of transmitted PSNs, SACK and precise
+// retransmission requests from the receiver, RTT, and the RTO with
+// exponential backoff as the last resort. The receiver is lossy_rx.cc.
+#include <algorithm>
+#include <cstring>
+
+#include "impl.h"
+
+namespace sroce {
+
+using namespace eng;
+
+namespace {
+
+// Lane health (docs/lossy.md): each retransmission request for a packet sent
+// on a lane adds kLossPenalty to its score; the score halves every
+// kDecayPackets packets the lane sends. A lane whose score reaches
+// kRetireScore is retired (no new packets) while another lane is active; it
+// is re-admitted after kRetireHold (a probe: if it still loses, it is
+// retired again at once).
+constexpr uint32_t kLossPenalty = 4;
+constexpr uint32_t kDecayPackets = 16;
+constexpr uint32_t kRetireScore = 24;
+constexpr Duration kRetireHold = Duration::micros(500);
+constexpr uint32_t kMaxBackoff = 6;  // RTO doubles at most 2^6 times
+
+TxSlot& slot(Qp& qp, uint32_t psn) { return qp.lossy.txw[psn & (kLossyWindow - 1)]; }
+
+}  // namespace
+
+void Engine::Impl::lossy_reset_tx(Qp& qp) {
+  Lossy& l = qp.lossy;
+  l.tx = false;
+  l.peer_cap = false;
+  l.next_lane = 0;
+  l.rsn_next = 0;
+  l.rtx_count = 0;
+  l.rto_backoff = 0;
+  l.peer_dups = 0;
+  l.srtt_ps = l.rttvar_ps = 0;
+  for (TxSlot& t : l.txw) t = TxSlot{};
+  for (LaneTx& t : l.lanes) t = LaneTx{};
+}
+
+// Called when the requester is about to start a new WQE. Before the peer's
+// capability is known the QP is compatible; once it is, the requester
+// switches at the next message boundary with nothing outstanding, so that
+// both sides take the same PSN S as the first lossy one: the responder's
+// expected PSN is S when it sees the first trailer (everything before S was
+// acknowledged). False: wait (drain) before starting this WQE.
+bool Engine::Impl::lossy_tx_gate(Qp& qp) {
+  Lossy& l = qp.lossy;
+  if (!l.peer_cap || l.tx) return true;
+  if (psn_diff(qp.high_psn, psn_add(qp.acked_psn, 1)) > 0 || qp.req_psn != qp.high_psn)
+    return false;
+  l.tx = true;
+  l.nlanes = static_cast<uint16_t>(std::clamp<uint32_t>(cfg_.lossy.lanes, 1, kMaxLanes));
+  for (uint16_t i = 0; i < l.nlanes; ++i) l.lanes[i].active = true;
+  qp.stats.mode = QpMode::kLossy;
+  return true;
+}
+
+// Lane port: the QP's base source port plus the lane, kept in the dynamic
+// range 49152..65535 (Annex A17.2.2 leaves the source port to the sender).
+uint16_t Engine::Impl::lane_port(const Qp& qp, uint8_t lane) const {
+  return static_cast<uint16_t>(0xc000 | ((qp.src_port - 0xc000u + lane) & 0x3fff));
+}
+
+// Round-robin over the active lanes (spraying). Retired lanes come back
+// after their hold-down.
+uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now) {
+  Lossy& l = qp.lossy;
+  for (uint16_t k = 0; k < l.nlanes; ++k) {
+    const uint16_t i = static_cast<uint16_t>((l.next_lane + k) % l.nlanes);
+    LaneTx& t = l.lanes[i];
+    if (!t.active && now - t.retired_at >= kRetireHold) {
+      t.active = true;  // probe: back in service, retired again if it keeps losing
+      t.score = kRetireScore / 2;
+    }
+    if (t.active) {
+      l.next_lane = static_cast<uint16_t>((i + 1) % l.nlanes);
+      return static_cast<uint8_t>(i);
+    }
+  }
+  l.next_lane = static_cast<uint16_t>((l.next_lane + 1) % l.nlanes);
+  return 0;
+}
+
+void Engine::Impl::lossy_on_sent(Qp& qp, uint32_t psn, uint8_t lane, bool retx, Time now) {
+  TxSlot& t = slot(qp, psn);
+  if (!retx || t.psn != psn || !t.valid) {
+    t = TxSlot{};
+    t.psn = psn;
+    t.valid = true;
+  }
+  t.retx = t.retx || retx;
+  t.sent = now;
+  t.rtt_armed = !t.retx;
+  t.lane = lane;
+  LaneTx& lt = qp.lossy.lanes[lane];
+  ++lt.tx;
+  if (retx) ++lt.retx;
+  if (++lt.since_decay >= kDecayPackets) {
+    lt.since_decay = 0;
+    lt.score /= 2;
+  }
+}
+
+// One pending selective retransmission: the lowest pending PSN still
+// unacknowledged and not SACKed. The requester's cursor moves to it for one
+// packet and back (WQEs keep their PSNs, so the packet is the same).
+size_t Engine::Impl::lossy_retransmit(Qp& qp, uint8_t* out, PacketMeta& meta, Time now) {
+  Lossy& l = qp.lossy;
+  while (l.rtx_count > 0) {
+    TxSlot* best = nullptr;
+    for (TxSlot& t : l.txw) {
+      if (!t.pending) continue;
+      if (!best || psn_diff(t.psn, best->psn) < 0) best = &t;
+    }
+    if (!best) {
+      l.rtx_count = 0;
+      break;
+    }
+    best->pending = false;
+    --l.rtx_count;
+    const uint32_t psn = best->psn;
+    if (best->sacked || psn_diff(psn, qp.acked_psn) <= 0 || psn_diff(psn, qp.high_psn) >= 0)
+      continue;
+    // The WQE that owns psn.
+    uint32_t i = qp.sq_head;
+    for (; i != qp.sq_tail && qp.wqe(i).started; ++i)
+      if (psn_diff(psn, qp.wqe(i).first_psn) >= 0 && psn_diff(psn, qp.wqe(i).last_psn) <= 0) break;
+    if (i == qp.sq_tail || !qp.wqe(i).started) continue;
+    const uint32_t s_next = qp.sq_next, s_psn = qp.req_psn, s_off = qp.req_off,
+                   s_sge = qp.req_sge, s_sge_off = qp.req_sge_off, s_ack = qp.pkts_since_ackreq;
+    req_rewind(qp, psn);
+    const size_t n = qp.sq_next == i ? req_build_one(qp, out, meta, now) : 0;
+    qp.sq_next = s_next;
+    qp.req_psn = s_psn;
+    qp.req_off = s_off;
+    qp.req_sge = s_sge;
+    qp.req_sge_off = s_sge_off;
+    qp.pkts_since_ackreq = s_ack;
+    if (n) {
+      ++qp.stats.selective_retransmits;
+      return n;
+    }
+  }
+  return 0;
+}
+
+// A lossy ACK's trailer (before the AETH's cumulative acknowledgement is
+// applied by the completer): RTT sample, SACKed PSNs, retransmission
+// requests, the peer's duplicate count.
+void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ack& leh, Time now) {
+  Lossy& l = qp.lossy;
+  ++qp.stats.sacks_received;
+  if (leh.dup_total > l.peer_dups) {
+    qp.stats.spurious_retransmits += leh.dup_total - l.peer_dups;
+    l.peer_dups = leh.dup_total;
+  }
+  // RTT (RFC 6298 weights; Karn: never from a retransmitted PSN).
+  if (leh.echo_psn & SROCE_LEH_PSN_VALID) {
+    const uint32_t e = leh.echo_psn & kPsnMask;
+    TxSlot& t = slot(qp, e);
+    if (t.valid && t.psn == e && !t.retx && t.rtt_armed && now >= t.sent) {
+      const int64_t r = (now - t.sent).ps;
+      if (l.srtt_ps == 0) {
+        l.srtt_ps = r;
+        l.rttvar_ps = r / 2;
+      } else {
+        const int64_t d = r > l.srtt_ps ? r - l.srtt_ps : l.srtt_ps - r;
+        l.rttvar_ps = (3 * l.rttvar_ps + d) / 4;
+        l.srtt_ps = (7 * l.srtt_ps + r) / 8;
+      }
+      qp.stats.srtt_ps = l.srtt_ps;
+      LaneTx& lt = l.lanes[t.lane % kMaxLanes];
+      lt.srtt_ps = lt.srtt_ps == 0 ? r : (7 * lt.srtt_ps + r) / 8;
+      t.rtt_armed = false;  // one sample per transmission
+    }
+  }
+  if (sroce_aeth_type(pkt.aeth.syndrome) == SROCE_AETH_RNR_NAK) {
+    // The receiver took back a PSN it had SACKed (a WRITE with immediate
+    // found no receive WQE when it came in order): it must be sent again.
+    TxSlot& t = slot(qp, pkt.bth.psn & kPsnMask);
+    if (t.valid && t.psn == (pkt.bth.psn & kPsnMask)) t.sacked = false;
+  }
+  if (sroce_aeth_type(pkt.aeth.syndrome) != SROCE_AETH_ACK) return;
+  const uint32_t cum = pkt.bth.psn & kPsnMask;
+  // Per-lane RTT: every PSN this ACK newly covers (cumulatively or by SACK)
+  // that was sent once gives its lane a sample.
+  auto lane_sample = [&](TxSlot& t) {
+    if (!t.rtt_armed || now < t.sent) return;
+    const int64_t r = (now - t.sent).ps;
+    LaneTx& lt = l.lanes[t.lane % kMaxLanes];
+    lt.srtt_ps = lt.srtt_ps == 0 ? r : (7 * lt.srtt_ps + r) / 8;
+    t.rtt_armed = false;
+  };
+  for (uint32_t q = psn_add(qp.acked_psn, 1); psn_diff(q, cum) <= 0; q = psn_add(q, 1)) {
+    TxSlot& t = slot(qp, q);
+    if (t.valid && t.psn == q) lane_sample(t);
+    if (psn_diff(q, qp.acked_psn) >= static_cast<int32_t>(kLossyWindow)) break;
+  }
+  bool any = false;
+  for (uint32_t i = 0; i < kSackBits; ++i) {
+    const uint32_t q = psn_add(cum, static_cast<int32_t>(i) + 1);
+    if (psn_diff(q, qp.high_psn) >= 0) break;
+    TxSlot& t = slot(qp, q);
+    if (!t.valid || t.psn != q) continue;
+    if ((leh.sack >> i) & 1) {
+      lane_sample(t);
+      t.sacked = true;
+      if (t.pending) {
+        t.pending = false;
+        --l.rtx_count;
+      }
+      continue;
+    }
+    if (!((leh.rtx >> i) & 1) || t.sacked || t.pending) continue;
+    t.pending = true;
+    ++l.rtx_count;
+    any = true;
+    LaneTx& lt = l.lanes[t.lane % kMaxLanes];
+    ++lt.naks;
+    lt.score += kLossPenalty;
+    if (lt.active && lt.score >= kRetireScore) {
+      uint32_t active = 0;
+      for (uint16_t k = 0; k < l.nlanes; ++k) active += l.lanes[k].active ? 1 : 0;
+      if (active > 1) {
+        lt.active = false;  // retired: no new packets until its hold-down ends
+        lt.retired_at = now;
+      }
+    }
+  }
+  if (any) sched_req(qp);
+}
+
+// Queues every PSN in [from, high_psn) that was sent and is not SACKed for a
+// selective retransmission; returns how many.
+uint32_t Engine::Impl::lossy_mark_unsacked(Qp& qp, uint32_t from) {
+  Lossy& l = qp.lossy;
+  uint32_t marked = 0;
+  for (TxSlot& t : l.txw) {
+    if (!t.valid || t.sacked || t.pending) continue;
+    if (psn_diff(t.psn, from) < 0 || psn_diff(t.psn, qp.acked_psn) <= 0 ||
+        psn_diff(t.psn, qp.high_psn) >= 0)
+      continue;
+    t.pending = true;
+    ++l.rtx_count;
+    ++marked;
+  }
+  return marked;
+}
+
+// Retransmission timeout in lossy mode: resend every PSN the receiver has
+// not SACKed (not the whole window), and back off exponentially. The retry
+// count applies as in compatible mode (IBA 9.7, retry_cnt).
+void Engine::Impl::lossy_on_rto(Qp& qp, Time now) {
+  Lossy& l = qp.lossy;
+  if (qp.retry_left == 0) {
+    req_fatal(qp, WcStatus::kRetryExcErr);
+    return;
+  }
+  --qp.retry_left;
+  qp.implied_valid = false;
+  const uint32_t marked = lossy_mark_unsacked(qp, psn_add(qp.acked_psn, 1));
+  // Nothing the window knows is missing (a READ/atomic response was lost, or
+  // a long READ's PSNs aliased the ring): go back N from the oldest
+  // unfinished WQE, as compatible mode does.
+  const bool head_rd = qp.sq_head != qp.sq_tail && qp.wqe(qp.sq_head).started &&
+                       is_rd_atomic(qp.wqe(qp.sq_head).opcode) && !qp.wqe(qp.sq_head).done;
+  if (marked == 0 || head_rd) req_rewind(qp, req_resume_psn(qp));
+  if (l.rto_backoff < kMaxBackoff) ++l.rto_backoff;
+  if (qp.ack_timeout.ps != 0) {
+    qp.retx_deadline = now + qp.ack_timeout * (int64_t{1} << l.rto_backoff);
+    timer_update(qp);
+  }
+  sched_req(qp);
+}
+
+size_t Engine::Impl::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
+  const uint32_t s = qp_slot(qpn);
+  if (s == kNone) return 0;
+  const Qp& qp = qps_[s];
+  if (!qp.is_rc()) return 0;
+  const Lossy& l = qp.lossy;
+  const uint32_t n = std::min<size_t>(
+      out.size(), std::max<uint32_t>(l.tx ? l.nlanes : 1, std::max<uint16_t>(l.lanes_seen, 1)));
+  for (uint32_t i = 0; i < n; ++i) {
+    LaneStats& o = out[i];
+    o = LaneStats{};
+    o.src_port = lane_port(qp, static_cast<uint8_t>(i));
+    o.active = l.tx ? l.lanes[i].active : i == 0;
+    o.tx_packets = l.lanes[i].tx;
+    o.retransmits = l.lanes[i].retx;
+    o.naks = l.lanes[i].naks;
+    o.losses_detected = l.lanes_rx[i].losses;
+    o.srtt_ps = l.lanes[i].srtt_ps;
+  }
+  return n;
+}
+
+}  // namespace sroce

@@ -1,0 +1,512 @@
+// Lossy mode, the receiving side (docs/lossy.md): accepts request packets
+// out of order inside a window of kLossyWindow PSNs, places WRITE data by
+// address and SEND data by offset into the receive WQE the packet's receive
+// sequence number names (IRN), completes in order when the expected PSN
+// passes, and decides what is lost: a gap inside one lane's sequence at once
+// (PSN-PATH), a gap across lanes after later arrivals (single lane) or the
+// reorder timer, every gap at once with gap_is_loss (the IRN-style baseline),
+// a trimmed packet at once (DCP). Losses go back to the sender as a bitmap in
+// the ACK trailer beside the SACK bitmap.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "impl.h"
+
+namespace sroce {
+
+using namespace eng;
+
+namespace {
+
+using Impl = Engine::Impl;
+
+uint32_t ring(uint32_t psn) { return psn & (kLossyWindow - 1); }
+// At least 1 ns: a zero timeout would re-arm at `now` inside on_timer forever.
+Duration reorder_timeout(const EngineConfig& c) {
+  return std::max(c.lossy.reorder_timeout, Duration::nanos(1));
+}
+bool test(const uint64_t* m, uint32_t psn) { return (m[ring(psn) >> 6] >> (ring(psn) & 63)) & 1; }
+void set(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] |= uint64_t{1} << (ring(psn) & 63); }
+void clr(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] &= ~(uint64_t{1} << (ring(psn) & 63)); }
+
+void count_drop(Impl& e, Qp& qp, RxDropReason r) {
+  ++e.stats_.rx_dropped;
+  ++e.stats_.rx_drop_reason[r];
+  ++qp.stats.rx_dropped;
+}
+
+bool covers(const Mr& mr, uint64_t va, uint64_t len) {
+  return va >= mr.iova && len <= mr.length && va - mr.iova <= mr.length - len;
+}
+
+// SEND payload into a receive WQE's SGEs at byte offset `off` (each SGE
+// checked as scatter_recv does: IBA 10.8 lets the check wait until use).
+MemStatus place_sgl(Impl& e, Qp& qp, const Sge* sges, uint32_t n, uint32_t total, uint32_t off,
+                    const std::byte* src, uint32_t len) {
+  if (off > total || len > total - off) return MemStatus::kLen;
+  uint32_t i, in;
+  e.seek_cursor(sges, n, off, &i, &in);
+  while (len > 0) {
+    if (i >= n) return MemStatus::kLen;
+    const Sge& s = sges[i];
+    const uint32_t chunk = std::min(len, s.length - in);
+    if (chunk > 0) {
+      const Mr* mr = e.mr_by_lkey(s.lkey);
+      if (!mr || mr->pd != qp.pd || mr->invalidated || !(mr->access & kAccessLocalWrite) ||
+          !covers(*mr, s.addr, s.length))
+        return MemStatus::kProt;
+      if (!e.mem_.write(mr->addr + (s.addr - mr->iova) + in, {src, chunk}))
+        return MemStatus::kAccess;
+      src += chunk;
+      len -= chunk;
+    }
+    ++i;
+    in = 0;
+  }
+  return MemStatus::kOk;
+}
+
+// Declares `q` lost (once until it arrives or the reorder timer re-asks):
+// the next ACK asks for exactly it.
+bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words) {
+  Lossy& l = qp.lossy;
+  const int32_t d = psn_diff(q, qp.resp_psn);
+  if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, q) || test(lost_words, q))
+    return false;
+  set(lost_words, q);
+  set(l.report, q);
+  ++qp.stats.losses_detected;
+  return true;
+}
+
+}  // namespace
+
+void Engine::Impl::lossy_reset_rx(Qp& qp) {
+  Lossy& l = qp.lossy;
+  l.rx = false;
+  std::memset(l.have, 0, sizeof l.have);
+  std::memset(l.report, 0, sizeof l.report);
+  std::memset(l.lost, 0, sizeof l.lost);
+  std::memset(l.stale, 0, sizeof l.stale);
+  for (RxSlot& r : l.rxs) r = RxSlot{};
+  l.rx_high = qp.resp_psn;
+  l.rsn_commit = 0;
+  l.dup_total = 0;
+  l.lanes_seen = 0;
+  l.peer_lanes = 1;
+  l.echo_lane = 0;
+  l.echo_psn = 0;
+  l.gap_mark = 0;
+  l.gap_fires = 0;
+  l.gap_deadline = Time::never();
+  for (LaneRx& r : l.lanes_rx) r = LaneRx{};
+}
+
+namespace {
+
+void passed(Qp& qp, uint32_t from);
+
+// A deferred READ request or atomic, now in order: the compatible executor
+// runs it from its saved headers (IBA 9.4 order of execution is kept).
+void run_deferred(Impl& e, Qp& qp, uint32_t p, const RxSlot& d) {
+  sroce_pkt pk{};
+  pk.bth.opcode = d.opcode;
+  pk.bth.psn = p;
+  pk.op = sroce_opinfo(d.opcode);
+  if (pk.op->flags & SROCE_HAS_RETH) pk.reth = {d.va, d.rkey, d.dma_len};
+  if (pk.op->flags & SROCE_HAS_ATMETH) pk.atmeth = {d.va, d.rkey, d.swap_add, d.compare};
+  const PacketMeta none;
+  e.resp_execute(qp, pk, none);
+  if (qp.state != QpState::kErr) passed(qp, p);
+}
+
+// The expected PSN passes every received PSN in order: receive completions
+// and MSN happen here, so completions stay in order (IBA 10.8).
+void commit(Impl& e, Qp& qp) {
+  Lossy& l = qp.lossy;
+  while (test(l.have, qp.resp_psn)) {
+    const uint32_t p = qp.resp_psn;
+    RxSlot& r = l.rxs[ring(p)];
+    if (r.action == RxSlot::kDeferred) {
+      const RxSlot d = r;
+      r = RxSlot{};
+      clr(l.have, p);
+      clr(l.lost, p);
+      clr(l.stale, p);
+      clr(l.report, p);
+      run_deferred(e, qp, p, d);
+      if (qp.state == QpState::kErr) return;
+      l.gap_fires = 0;
+      continue;
+    }
+    if (r.action == RxSlot::kSendLast || r.action == RxSlot::kWriteImmLast) {
+      Srq* srq = qp.srq != kNone ? &e.srqs_[qp.srq] : nullptr;
+      RecvQueue& rq = srq ? srq->rq : qp.rq;
+      if (rq.empty()) {
+        // WRITE with immediate and no receive WQE: IBA 9.7 RNR NAK; the data
+        // already placed is written again by the retransmission.
+        clr(l.have, p);
+        e.resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, qp.attr.min_rnr_timer), p, false);
+        return;
+      }
+      Wc wc;
+      wc.wr_id = rq.front().wr_id;
+      wc.status = WcStatus::kSuccess;
+      wc.opcode = r.action == RxSlot::kSendLast ? WcOpcode::kRecv : WcOpcode::kRecvRdmaWithImm;
+      wc.byte_len = r.byte_len;
+      wc.qp_num = qp.qpn;
+      wc.src_qp = qp.attr.dest_qp_num;
+      wc.imm_data = r.imm;
+      wc.wc_flags = r.wc_flags;
+      rq.pop();
+      if (srq) e.srq_check_limit(*srq, qp.srq);
+      e.complete_recv(qp, wc, r.se);
+      l.rsn_commit = (l.rsn_commit + 1) & kPsnMask;
+      qp.msn = psn_add(qp.msn, 1);
+    } else if (r.action == RxSlot::kMsgLast) {
+      qp.msn = psn_add(qp.msn, 1);
+    }
+    r = RxSlot{};
+    clr(l.have, p);
+    clr(l.lost, p);
+    clr(l.stale, p);
+    clr(l.report, p);
+    qp.resp_psn = psn_add(p, 1);
+    l.gap_fires = 0;
+  }
+  if (psn_diff(l.rx_high, qp.resp_psn) < 0) l.rx_high = qp.resp_psn;
+  if (l.rx_high == qp.resp_psn) l.gap_deadline = Time::never();
+}
+
+// Clears the window state of PSNs the expected PSN jumped over (a READ
+// reserves its response PSNs; executed in order by the compatible code).
+void passed(Qp& qp, uint32_t from) {
+  Lossy& l = qp.lossy;
+  for (uint32_t p = from; p != qp.resp_psn && psn_diff(qp.resp_psn, p) > 0; p = psn_add(p, 1)) {
+    clr(l.have, p);
+    clr(l.lost, p);
+    clr(l.stale, p);
+    clr(l.report, p);
+    l.rxs[ring(p)] = RxSlot{};
+    if (psn_diff(p, from) >= static_cast<int32_t>(kLossyWindow)) break;
+  }
+}
+
+// Places a SEND or WRITE packet out of order. False: not placed (dropped,
+// or an error that ended the QP when the packet was the expected one).
+bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool in_order) {
+  const uint32_t f = pkt.op->flags;
+  const uint32_t psn = pkt.bth.psn;
+  const uint32_t len = pkt.payload_len;
+  Lossy& l = qp.lossy;
+  RxSlot& r = l.rxs[ring(psn)];
+  // Length rules as in compatible mode (IBA 9.7, 9.9).
+  const bool first = f & SROCE_IS_FIRST, last = f & SROCE_IS_LAST;
+  const bool len_ok = (first && last)    ? len <= qp.mtu
+                      : (first || !last) ? len == qp.mtu
+                                         : (len >= 1 && len <= qp.mtu);
+  // An error on the expected PSN ends the QP as in compatible mode (IBA
+  // 9.9); out of order it is only dropped (it comes back in order).
+  auto fail = [&](uint8_t nak, AsyncEventType ev, WcStatus recv_status = WcStatus::kSuccess) {
+    if (!in_order) {
+      count_drop(e, qp, kRxDropInvalid);
+      return false;
+    }
+    if (recv_status != WcStatus::kSuccess && !qp.rq.empty()) {
+      // Every earlier message completed, so the front WQE is this SEND's.
+      Wc wc;
+      wc.wr_id = qp.rq.front().wr_id;
+      wc.status = recv_status;
+      wc.opcode = WcOpcode::kRecv;
+      wc.qp_num = qp.qpn;
+      wc.src_qp = qp.attr.dest_qp_num;
+      qp.rq.pop();
+      e.complete_recv(qp, wc, false);
+    }
+    e.resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, nak), psn, true);
+    e.qp_to_error(qp);
+    e.raise(ev, qp.qpn);
+    return false;
+  };
+  if (!len_ok) return fail(SROCE_NAK_INVALID_REQ, AsyncEventType::kQpReqErr);
+
+  if (f & SROCE_IS_SEND) {
+    const uint32_t k = (leh.rsn - l.rsn_commit) & kPsnMask;
+    if (k >= qp.rq.count()) {
+      if (in_order)
+        e.resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, qp.attr.min_rnr_timer), psn, false);
+      else
+        count_drop(e, qp, kRxDropNoRecvWqe);
+      return false;
+    }
+    const RecvWqe& w = qp.rq.at(k);
+    const MemStatus ms = place_sgl(e, qp, qp.rq.sges_at(k), w.num_sge, w.length, leh.offset,
+                                   reinterpret_cast<const std::byte*>(pkt.payload), len);
+    if (ms == MemStatus::kLen)
+      return fail(SROCE_NAK_INVALID_REQ, AsyncEventType::kQpReqErr, WcStatus::kLocLenErr);
+    if (ms != MemStatus::kOk)
+      return fail(SROCE_NAK_REMOTE_OP, AsyncEventType::kQpFatal,
+                  ms == MemStatus::kAccess ? WcStatus::kLocAccessErr : WcStatus::kLocProtErr);
+    if (last) {
+      r.action = RxSlot::kSendLast;
+      r.byte_len = leh.offset + len;
+      r.se = pkt.bth.se;
+      r.wc_flags = 0;
+      if (f & SROCE_HAS_IMMDT) {
+        r.imm = pkt.imm;
+        r.wc_flags = kWcWithImm;
+      }
+      if (f & SROCE_HAS_IETH) {
+        // IBA 10.6 (remote invalidate), at placement: the named R_Key goes.
+        Mr* mr = e.mr_by_rkey(pkt.ieth_rkey);
+        if (!mr || mr->pd != qp.pd) return fail(SROCE_NAK_INVALID_REQ, AsyncEventType::kQpReqErr);
+        mr->invalidated = true;
+        r.imm = pkt.ieth_rkey;
+        r.wc_flags = kWcWithInv;
+      }
+    }
+    return true;
+  }
+  // WRITE: FIRST/ONLY carry the RETH; the others the trailer's VA and R_Key.
+  if (!(qp.attr.qp_access_flags & kAccessRemoteWrite))
+    return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
+  const uint64_t va = first ? pkt.reth.va : leh.va;
+  const uint32_t rkey = first ? pkt.reth.rkey : leh.rkey;
+  uint64_t host = 0;
+  if (len && !e.check_rkey(qp, rkey, va, len, kAccessRemoteWrite, &host))
+    return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
+  if (first && pkt.reth.dma_len > 0 &&
+      !e.check_rkey(qp, rkey, va, pkt.reth.dma_len, kAccessRemoteWrite, &host))
+    return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
+  if (len && !e.mem_.write(host, {reinterpret_cast<const std::byte*>(pkt.payload), len}))
+    return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
+  if (last) {
+    r.action = (f & SROCE_HAS_IMMDT) ? RxSlot::kWriteImmLast : RxSlot::kMsgLast;
+    r.byte_len = leh.offset + len;
+    r.imm = pkt.imm;
+    r.wc_flags = (f & SROCE_HAS_IMMDT) ? static_cast<uint8_t>(kWcWithImm) : uint8_t{0};
+    r.se = pkt.bth.se;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh,
+                                    const PacketMeta& meta, Time now) {
+  Lossy& l = qp.lossy;
+  if (!l.rx) {
+    // First trailer: the requester switched at S == our expected PSN
+    // (lossy_tx_gate), so the window starts here.
+    l.rx = true;
+    std::memset(l.have, 0, sizeof l.have);
+    std::memset(l.report, 0, sizeof l.report);
+    std::memset(l.lost, 0, sizeof l.lost);
+    std::memset(l.stale, 0, sizeof l.stale);
+    l.rx_high = qp.resp_psn;
+    qp.stats.mode = QpMode::kLossy;
+  }
+  const uint32_t f = pkt.op->flags;
+  const uint32_t psn = pkt.bth.psn;
+  const uint8_t op = pkt.bth.opcode & 0x1f;
+  const bool rd_atomic = op == SROCE_OP_READ_REQUEST || (f & SROCE_IS_ATOMIC);
+  const uint8_t lane = static_cast<uint8_t>(leh.lane % kMaxLanes);
+  l.lanes_seen = std::max<uint16_t>(l.lanes_seen, static_cast<uint16_t>(lane + 1));
+  l.echo_lane = lane;
+  l.echo_psn = psn | SROCE_LEH_PSN_VALID;
+
+  // PSN-PATH: packets of one lane follow one path in order, so a jump in the
+  // lane's sequence means the packets between were lost; the trailer names
+  // the PSN of the one just before this one on the lane.
+  bool declared = false;
+  // Every lane's sequence starts at 0 at the switch, on both sides.
+  LaneRx& lr = l.lanes_rx[lane];
+  const auto g = static_cast<int16_t>(leh.lane_seq - lr.exp_seq);
+  if (g > 0) {
+    lr.losses += static_cast<uint64_t>(g);
+    if (leh.prev_psn & SROCE_LEH_PSN_VALID)
+      declared |= declare_lost(qp, leh.prev_psn & kPsnMask, l.lost);
+  }
+  if (g >= 0) lr.exp_seq = static_cast<uint16_t>(leh.lane_seq + 1);
+  l.peer_lanes = std::min<uint16_t>(sroce_leh_flags_lanes(leh.flags), kMaxLanes);
+  if (!(leh.flags & SROCE_LEH_F_RETX) && (!lr.used || psn_diff(psn, lr.hi_new) > 0)) {
+    lr.hi_new = psn;
+    lr.used = true;
+  }
+
+  const int32_t d = psn_diff(psn, qp.resp_psn);
+  if (d < 0 || (d < static_cast<int32_t>(kLossyWindow) && test(l.have, psn))) {
+    // Already had it: a spurious retransmission (echoed to the sender).
+    ++l.dup_total;
+    ++qp.stats.duplicates_lossy;
+    if (d < 0 && rd_atomic) return resp_on_request(qp, pkt, meta, now);  // replay (IBA 9.7)
+    ++qp.stats.duplicates;
+    ++stats_.duplicates;
+    resp_ack(qp, psn_add(qp.resp_psn, -1), true);
+    return;
+  }
+  if (d >= static_cast<int32_t>(kLossyWindow)) return count_drop(*this, qp, kRxDropOutOfSequence);
+  if (static_cast<uint64_t>(d) > qp.stats.max_reorder_depth)
+    qp.stats.max_reorder_depth = static_cast<uint64_t>(d);
+  if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) l.rx_high = psn_add(psn, 1);
+
+  // READ and atomics run in order, by the compatible code: early ones wait
+  // in their slot (deferred). SENDs through an SRQ (a shared queue cannot be
+  // indexed ahead) run in order only; early ones are dropped.
+  const bool in_order_only = rd_atomic || ((f & SROCE_IS_SEND) && qp.srq != kNone);
+  if (in_order_only) {
+    if (d != 0 && rd_atomic) {
+      RxSlot& r = l.rxs[ring(psn)];
+      r = RxSlot{};
+      r.action = RxSlot::kDeferred;
+      r.opcode = pkt.bth.opcode;
+      if (f & SROCE_HAS_RETH) {
+        r.va = pkt.reth.va;
+        r.rkey = pkt.reth.rkey;
+        r.dma_len = pkt.reth.dma_len;
+      } else {
+        r.va = pkt.atmeth.va;
+        r.rkey = pkt.atmeth.rkey;
+        r.swap_add = pkt.atmeth.swap_add;
+        r.compare = pkt.atmeth.compare;
+      }
+      set(l.have, psn);
+      clr(l.lost, psn);
+      clr(l.report, psn);
+    } else if (d != 0) {
+      count_drop(*this, qp, kRxDropOutOfSequence);
+    } else {
+      const uint32_t from = qp.resp_psn;
+      resp_execute(qp, pkt, meta);
+      if (qp.state == QpState::kErr) return;
+      passed(qp, from);
+      if (psn_diff(l.rx_high, qp.resp_psn) < 0) l.rx_high = qp.resp_psn;
+      commit(*this, qp);
+    }
+  } else {
+    if (!place(*this, qp, pkt, leh, d == 0)) {
+      if (qp.state == QpState::kErr) return;
+    } else {
+      set(l.have, psn);
+      clr(l.lost, psn);
+      clr(l.report, psn);
+      commit(*this, qp);
+    }
+  }
+
+  // Gaps across lanes (docs/lossy.md).
+  if (l.rx_high != qp.resp_psn) {
+    if (cfg_.lossy.gap_is_loss) {
+      // IRN-style baseline: every PSN gap below this arrival is a loss.
+      for (uint32_t q = qp.resp_psn; psn_diff(q, psn) < 0; q = psn_add(q, 1))
+        declared |= declare_lost(qp, q, l.lost);
+    } else if (l.peer_lanes > 1) {
+      // Several lanes: each lane is one path, in order, and carries new PSNs
+      // in increasing order. Once every lane of the sender delivered a first
+      // transmission above q, q's lane did too, so q is lost (this names the
+      // earlier losses of a burst on one lane, which the lane's sequence
+      // cannot). A lane that delivered nothing yet, or was retired, stops
+      // this rule; the reorder timer remains.
+      bool all = true;
+      uint32_t low = 0;
+      for (uint16_t i = 0; i < l.peer_lanes && all; ++i) {
+        const LaneRx& x = l.lanes_rx[i];
+        if (!x.used) all = false;
+        else if (i == 0 || psn_diff(x.hi_new, low) < 0) low = x.hi_new;
+      }
+      if (all)
+        for (uint32_t q = qp.resp_psn; psn_diff(q, low) < 0; q = psn_add(q, 1))
+          declared |= declare_lost(qp, q, l.lost);
+    } else {
+      // One lane: a missing PSN with ooo_threshold later arrivals is lost
+      // (Falcon's out-of-order threshold, TCP's dupthresh).
+      uint32_t later = 0;
+      for (uint32_t q = psn_add(l.rx_high, -1); psn_diff(q, qp.resp_psn) >= 0;
+           q = psn_add(q, -1)) {
+        if (test(l.have, q))
+          ++later;
+        else if (later >= cfg_.lossy.ooo_threshold)
+          declared |= declare_lost(qp, q, l.lost);
+      }
+    }
+    if (l.gap_deadline == Time::never()) {
+      l.gap_mark = l.rx_high;
+      l.gap_deadline = now + reorder_timeout(cfg_);
+      timer_update(qp);
+    }
+  }
+  // ACK now on AckReq, on a loss, and when this packet filled a hole (the
+  // cumulative point jumped); out-of-order arrivals alone coalesce like
+  // in-order ones (ack_every): the receiver, not the SACK bitmap, decides
+  // what is lost, and under trimming an ACK per packet would fill the
+  // priority queue that trimmed headers share.
+  const bool jumped = psn_diff(qp.resp_psn, psn_add(psn, 1)) > 0;
+  resp_ack(qp, psn_add(qp.resp_psn, -1), pkt.bth.ack_req || declared || jumped);
+}
+
+// DCP: a trimmed request is a loss we know at once and exactly.
+void Engine::Impl::lossy_rx_trimmed(Qp& qp, uint32_t psn, Time now) {
+  Lossy& l = qp.lossy;
+  const int32_t d = psn_diff(psn, qp.resp_psn);
+  if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, psn)) return;
+  clr(l.lost, psn);  // ask even if asked before: this copy was cut too
+  declare_lost(qp, psn, l.lost);
+  if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) l.rx_high = psn_add(psn, 1);
+  if (l.gap_deadline == Time::never()) {
+    l.gap_mark = l.rx_high;
+    l.gap_deadline = now + reorder_timeout(cfg_);
+    timer_update(qp);
+  }
+  resp_ack(qp, psn_add(qp.resp_psn, -1), true);
+}
+
+// Reorder timer backstop: a PSN still missing reorder_timeout after a later
+// one arrived is lost (also re-asks PSNs whose retransmission was lost). The
+// timer backs off while nothing moves.
+void Engine::Impl::lossy_rx_timer(Qp& qp, Time now) {
+  Lossy& l = qp.lossy;
+  l.gap_deadline = Time::never();
+  if (!l.rx || l.rx_high == qp.resp_psn || qp.state == QpState::kErr) return;
+  // A PSN asked for before is asked again only if it was already asked at
+  // the previous fire (its retransmission had a whole period to arrive).
+  bool any = false;
+  for (uint32_t q = qp.resp_psn; psn_diff(q, l.gap_mark) < 0; q = psn_add(q, 1)) {
+    if (test(l.have, q)) continue;
+    if (!test(l.lost, q)) {
+      any |= declare_lost(qp, q, l.lost);
+    } else if (test(l.stale, q)) {
+      set(l.report, q);
+      any = true;
+    } else {
+      set(l.stale, q);
+    }
+  }
+  if (any) resp_ack(qp, psn_add(qp.resp_psn, -1), true);
+  if (l.gap_fires < 6) ++l.gap_fires;
+  l.gap_mark = l.rx_high;
+  l.gap_deadline = now + reorder_timeout(cfg_) * (int64_t{1} << l.gap_fires);
+  timer_update(qp);
+}
+
+void Engine::Impl::lossy_ack_trailer(Qp& qp, uint8_t* out) {
+  Lossy& l = qp.lossy;
+  sroce_leh_ack a{};
+  a.echo_lane = l.echo_lane;
+  a.echo_psn = l.echo_psn;
+  a.dup_total = l.dup_total;
+  // Bitmaps only on an ACK: a NAK's BTH PSN is not the cumulative point.
+  const bool is_ack = sroce_aeth_type(qp.ack_syndrome) == SROCE_AETH_ACK;
+  for (uint32_t i = 0; is_ack && i < kSackBits; ++i) {
+    const uint32_t q = psn_add(qp.resp_psn, static_cast<int32_t>(i));  // ack_psn + 1 + i
+    if (test(l.have, q)) a.sack |= uint64_t{1} << i;
+    if (test(l.report, q)) {
+      a.rtx |= uint64_t{1} << i;
+      clr(l.report, q);
+    }
+  }
+  l.echo_psn = 0;
+  sroce_leh_ack_write(out, &a);
+}
+
+}  // namespace sroce

@@ -1,0 +1,116 @@
+// Runs a list of flows (traffic.h) as RDMA WRITE transfers between hosts on
+// RC QPs of the real engine, and records each flow's completion time.
+//
+// A flow of S bytes from host a to host b is posted at its start time as
+// ceil(S / chunk_bytes) signaled WRITEs on one RC QP a->b (a real application
+// would post one large WRITE; the packets on the wire differ only in the
+// first/last opcodes at chunk boundaries). It completes when the last WRITE's
+// completion reaches the application at a (after the ACK of its last packet):
+// FCT = that time - start.
+//
+// QPs: each ordered host pair keeps a pool. A starting flow takes an idle QP of
+// its pair, or connects a new one (instantly: connection setup is control
+// path), at most `max_qps_per_pair`, then queues on the least loaded. Each
+// host has one PD, one CQ for all its QPs, and one MR over its whole arena.
+//
+// Memory: by default every flow of a host writes from the same source buffer
+// into the same destination buffer at the peer (chunk_bytes each; contents
+// are not checked), so 128 hosts need only a few MiB of arena each. With
+// `verify`, each flow gets its own regions, filled with a per-flow pattern,
+// and verify() compares them byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sroce/sim/traffic.h"
+#include "sroce/sim/verbs_setup.h"
+
+namespace sroce::sim {
+
+struct FlowRunnerConfig {
+  QpOptions qp;                     // mtu, timeouts, SQ depth ...
+  uint32_t chunk_bytes = 1u << 20;  // largest WRITE of a flow
+  uint32_t max_qps_per_pair = 8;
+  bool verify = false;
+  // IP traffic class of every flow: ECT(0) (0b10) so switches may mark CE
+  // (RFC 3168; DCQCN needs marks). 0 makes the traffic not ECN-capable.
+  uint8_t traffic_class = 2;
+};
+
+struct FlowRecord {
+  FlowSpec spec;
+  Time end = Time::never();  // completion of the last WRITE at the sender
+  uint32_t wrs = 0;
+  uint32_t wrs_done = 0;
+  bool error = false;
+  bool done() const { return end != Time::never(); }
+};
+
+class FlowRunner {
+ public:
+  FlowRunner(Network& net, std::vector<Host*> hosts, const FlowRunnerConfig& cfg);
+  FlowRunner(const FlowRunner&) = delete;
+  FlowRunner& operator=(const FlowRunner&) = delete;
+
+  // PD, CQ and MR per host; the shared buffers (or nothing, with verify).
+  Result<void> setup();
+  // Schedules the flows (start times at or after now). With verify, their
+  // regions are allocated and filled now.
+  Result<void> add(const std::vector<FlowSpec>& flows);
+
+  const std::vector<FlowRecord>& flows() const { return flows_; }
+  uint64_t started() const { return started_; }
+  uint64_t completed() const { return completed_; }
+  uint64_t errors() const { return errors_; }
+  uint64_t bytes_completed() const { return bytes_done_; }
+  bool all_done() const { return completed_ + errors_ == flows_.size(); }
+  const std::string& first_error() const { return first_error_; }
+  uint64_t qps() const { return qps_.size(); }
+  // With verify: every completed flow's destination equals its source.
+  bool verify(std::string* why) const;
+
+ private:
+  struct HostState {
+    Handle pd = kNoHandle;
+    Handle cq = kNoHandle;
+    MrKeys keys;
+    uint64_t src_buf = 0;
+    uint64_t dst_buf = 0;
+  };
+  struct Qp {
+    QpEnd client;
+    QpEnd server;
+    uint32_t outstanding = 0;  // WRs posted, not completed
+  };
+  struct Regions {
+    uint64_t src = 0;
+    uint64_t dst = 0;
+  };
+
+  void start_flow(uint64_t index, Time now);
+  Result<uint32_t> new_qp(uint32_t src, uint32_t dst);
+  void on_wc(uint32_t host, const Wc& wc, Time now);
+  void fail(uint64_t flow, const std::string& why);
+  void fill(uint64_t flow, std::span<std::byte> out) const;
+
+  Network& net_;
+  std::vector<Host*> hosts_;
+  FlowRunnerConfig cfg_;
+  std::vector<HostState> hs_;
+  std::vector<Qp> qps_;
+  // (src << 32 | dst) -> QP indices of that pair.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> pairs_;
+  std::vector<FlowRecord> flows_;
+  std::vector<Regions> regions_;   // verify only
+  std::vector<uint32_t> flow_qp_;  // the QP each started flow was posted on
+  uint64_t started_ = 0;
+  uint64_t completed_ = 0;
+  uint64_t errors_ = 0;
+  uint64_t bytes_done_ = 0;
+  std::string first_error_;
+};
+
+}  // namespace sroce::sim

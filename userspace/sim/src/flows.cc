@@ -1,0 +1,206 @@
+#include "sroce/sim/flows.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace sroce::sim {
+
+namespace {
+// wr_id = flow index << kChunkBits | chunk index.
+constexpr uint32_t kChunkBits = 24;
+}  // namespace
+
+FlowRunner::FlowRunner(Network& net, std::vector<Host*> hosts, const FlowRunnerConfig& cfg)
+    : net_(net), hosts_(std::move(hosts)), cfg_(cfg) {
+  cfg_.chunk_bytes = std::max<uint32_t>(cfg_.chunk_bytes, 1);
+  cfg_.max_qps_per_pair = std::max<uint32_t>(cfg_.max_qps_per_pair, 1);
+  cfg_.qp.traffic_class = cfg_.traffic_class;
+}
+
+Result<void> FlowRunner::setup() {
+  hs_.resize(hosts_.size());
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    Host& h = *hosts_[i];
+    HostState& s = hs_[i];
+    auto pd = h.engine().alloc_pd();
+    if (!pd) return Error{pd.error().code, h.name() + " alloc_pd: " + pd.error().message};
+    s.pd = *pd;
+    auto cq = h.engine().create_cq(cfg_.qp.cqe);
+    if (!cq) return Error{cq.error().code, h.name() + " create_cq: " + cq.error().message};
+    s.cq = *cq;
+    h.watch_cq(s.cq);
+    const uint32_t acc = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+    auto keys = reg_region(h, s.pd, h.memory().base(), h.memory().size(), acc);
+    if (!keys) return keys.error();
+    s.keys = *keys;
+    if (!cfg_.verify) {
+      s.src_buf = h.memory().alloc(cfg_.chunk_bytes, 4096);
+      s.dst_buf = h.memory().alloc(cfg_.chunk_bytes, 4096);
+    }
+    const auto idx = static_cast<uint32_t>(i);
+    h.on_completion([this, idx](Host&, Handle, const Wc& wc, Time now) { on_wc(idx, wc, now); });
+  }
+  return {};
+}
+
+void FlowRunner::fill(uint64_t flow, std::span<std::byte> out) const {
+  for (size_t i = 0; i < out.size(); i += 8) {
+    const uint64_t w = Rng::mix(flow * 0x9e3779b97f4a7c15ull ^ (i / 8));
+    for (size_t b = 0; b < 8 && i + b < out.size(); ++b)
+      out[i + b] = static_cast<std::byte>(w >> (8 * b));
+  }
+}
+
+Result<void> FlowRunner::add(const std::vector<FlowSpec>& flows) {
+  Simulator& sim = net_.sim();
+  for (const FlowSpec& f : flows) {
+    if (f.src >= hosts_.size() || f.dst >= hosts_.size() || f.src == f.dst)
+      return Error{EINVAL, "flow " + std::to_string(flows_.size()) + ": bad hosts " +
+                               std::to_string(f.src) + " -> " + std::to_string(f.dst)};
+    const uint64_t index = flows_.size();
+    FlowRecord r;
+    r.spec = f;
+    r.spec.bytes = std::max<uint64_t>(f.bytes, 1);
+    r.wrs = static_cast<uint32_t>((r.spec.bytes + cfg_.chunk_bytes - 1) / cfg_.chunk_bytes);
+    if (r.wrs >= (1u << kChunkBits)) return Error{EINVAL, "flow too large for chunk_bytes"};
+    flows_.push_back(r);
+    flow_qp_.push_back(0);
+    if (cfg_.verify) {
+      Regions g;
+      g.src = hosts_[f.src]->memory().alloc(r.spec.bytes, 64);
+      g.dst = hosts_[f.dst]->memory().alloc(r.spec.bytes, 64);
+      fill(index, hosts_[f.src]->memory().at(g.src, r.spec.bytes));
+      auto d = hosts_[f.dst]->memory().at(g.dst, r.spec.bytes);
+      std::fill(d.begin(), d.end(), std::byte{0});
+      regions_.push_back(g);
+    }
+    sim.call_at(std::max(f.start, sim.now()), [this, index](Time now) { start_flow(index, now); });
+  }
+  return {};
+}
+
+Result<uint32_t> FlowRunner::new_qp(uint32_t src, uint32_t dst) {
+  Qp q;
+  QpEnd* ends[2] = {&q.client, &q.server};
+  const uint32_t who[2] = {src, dst};
+  for (int k = 0; k < 2; ++k) {
+    Host& h = *hosts_[who[k]];
+    const HostState& s = hs_[who[k]];
+    QpInitAttr ia;
+    ia.qp_type = QpType::kRc;
+    ia.send_cq = ia.recv_cq = s.cq;
+    ia.cap.max_send_wr = cfg_.qp.send_wr;
+    ia.cap.max_recv_wr = 1;  // WRITEs consume no receives
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 1;
+    auto qpn = h.engine().create_qp(s.pd, ia);
+    if (!qpn) return Error{qpn.error().code, h.name() + " create_qp: " + qpn.error().message};
+    QpEnd& e = *ends[k];
+    e.host = &h;
+    e.engine = &h.engine();
+    e.addr = h.addr();
+    e.pd = s.pd;
+    e.send_cq = e.recv_cq = s.cq;
+    e.qpn = *qpn;
+  }
+  Rng rng(Rng::mix(net_.sim().seed() ^ (uint64_t{src} << 40 | uint64_t{dst} << 16 | qps_.size())));
+  q.client.sq_psn = static_cast<uint32_t>(rng.next() & 0xffffff);
+  q.server.sq_psn = static_cast<uint32_t>(rng.next() & 0xffffff);
+  const Time now = net_.sim().now();
+  if (auto r = connect_qp(q.client, q.server, cfg_.qp, q.server.sq_psn, now); !r) return r.error();
+  if (auto r = connect_qp(q.server, q.client, cfg_.qp, q.client.sq_psn, now); !r) return r.error();
+  qps_.push_back(q);
+  return static_cast<uint32_t>(qps_.size() - 1);
+}
+
+void FlowRunner::fail(uint64_t flow, const std::string& why) {
+  FlowRecord& r = flows_[flow];
+  if (r.error) return;
+  r.error = true;
+  ++errors_;
+  if (first_error_.empty()) first_error_ = "flow " + std::to_string(flow) + ": " + why;
+}
+
+void FlowRunner::start_flow(uint64_t index, Time) {
+  FlowRecord& r = flows_[index];
+  ++started_;
+  auto& pool = pairs_[uint64_t{r.spec.src} << 32 | r.spec.dst];
+  // An idle QP of the pair, else a new one, else the least loaded.
+  int64_t pick = -1;
+  for (uint32_t q : pool)
+    if (qps_[q].outstanding == 0) {
+      pick = q;
+      break;
+    }
+  if (pick < 0 && pool.size() < cfg_.max_qps_per_pair) {
+    auto q = new_qp(r.spec.src, r.spec.dst);
+    if (!q) return fail(index, q.error().message);
+    pool.push_back(*q);
+    pick = *q;
+  }
+  if (pick < 0) {
+    pick = pool.front();
+    for (uint32_t q : pool)
+      if (qps_[q].outstanding < qps_[static_cast<uint32_t>(pick)].outstanding) pick = q;
+  }
+  Qp& qp = qps_[static_cast<uint32_t>(pick)];
+  const HostState& s = hs_[r.spec.src];
+  const HostState& d = hs_[r.spec.dst];
+  for (uint32_t c = 0; c < r.wrs; ++c) {
+    const uint64_t off = uint64_t{c} * cfg_.chunk_bytes;
+    const auto len =
+        static_cast<uint32_t>(std::min<uint64_t>(cfg_.chunk_bytes, r.spec.bytes - off));
+    const uint64_t src = cfg_.verify ? regions_[index].src + off : s.src_buf;
+    const uint64_t dst = cfg_.verify ? regions_[index].dst + off : d.dst_buf;
+    const Sge sge{src, len, s.keys.lkey};
+    SendWr wr;
+    wr.wr_id = index << kChunkBits | c;
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.send_flags = kSendSignaled;
+    wr.sgl = std::span<const Sge>(&sge, 1);
+    wr.rdma.remote_addr = dst;
+    wr.rdma.rkey = d.keys.rkey;
+    if (const int rc = qp.client.host->post_send(qp.client.qpn, wr); rc != 0)
+      return fail(index, "post_send failed, errno " + std::to_string(rc));
+    ++qp.outstanding;
+  }
+  flow_qp_[index] = static_cast<uint32_t>(pick);
+}
+
+void FlowRunner::on_wc(uint32_t host, const Wc& wc, Time now) {
+  const uint64_t index = wc.wr_id >> kChunkBits;
+  if (index >= flows_.size() || flows_[index].spec.src != host) return;
+  FlowRecord& r = flows_[index];
+  Qp& qp = qps_[flow_qp_[index]];
+  if (qp.outstanding > 0) --qp.outstanding;
+  if (wc.status != WcStatus::kSuccess) {
+    return fail(index, std::string("completion status ") + to_string(wc.status));
+  }
+  if (++r.wrs_done == r.wrs && !r.error) {
+    r.end = now;
+    ++completed_;
+    bytes_done_ += r.spec.bytes;
+  }
+}
+
+bool FlowRunner::verify(std::string* why) const {
+  if (!cfg_.verify) return true;
+  std::vector<std::byte> want;
+  for (uint64_t i = 0; i < flows_.size(); ++i) {
+    const FlowRecord& r = flows_[i];
+    if (!r.done()) continue;
+    want.resize(r.spec.bytes);
+    fill(i, want);
+    auto got = hosts_[r.spec.dst]->memory().at(regions_[i].dst, r.spec.bytes);
+    if (!std::equal(got.begin(), got.end(), want.begin())) {
+      const auto mm = std::mismatch(got.begin(), got.end(), want.begin());
+      if (why != nullptr)
+        *why = "flow " + std::to_string(i) + " differs at byte " +
+               std::to_string(mm.first - got.begin());
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace sroce::sim
