@@ -25,6 +25,15 @@ TEST_CASE("defaults when the file is empty", "[config]") {
   CHECK(r->socket_path() == "/run/sroce/sroce0.sock");
   CHECK(r->control.allow_root);
   CHECK(r->control.allow_same_uid);
+  CHECK(r->device.kernel == "auto");  // the kernel path when rdma_sroce.ko serves the device
+}
+
+TEST_CASE("device.kernel chooses the kernel path", "[config]") {
+  for (const char* v : {"on", "off", "auto"}) {
+    auto r = parse_config(std::string("[device]\nkernel = \"") + v + "\"", "t.toml");
+    REQUIRE(r);
+    CHECK(r->device.kernel == v);
+  }
 }
 
 TEST_CASE("values are read", "[config]") {
@@ -70,6 +79,7 @@ TEST_CASE("each bad key names itself and what was expected", "[config]") {
       {"[datapath]\nport = 70000", "t.toml: datapath.port: expected an integer in 1..65535, got 70000"},
       {"[datapath]\ngso = 1", "t.toml: datapath.gso: expected true or false, got 1"},
       {"[datapath]\nkind = \"rdma\"", "t.toml: datapath.kind: expected one of \"udp\", \"dpdk\", got \"rdma\""},
+      {"[device]\nkernel = \"yes\"", "t.toml: device.kernel: expected one of \"auto\", \"on\", \"off\", got \"yes\""},
       {"[datapath]\nuring_entries = 100", "t.toml: datapath.uring_entries: expected a power of two in 8..32768, got 100"},
       {"[datapath]\nrx_buffer_bytes = 1000",
        "t.toml: datapath.rx_buffer_bytes: expected an integer in 4608..1048576, got 1000"},

@@ -236,3 +236,50 @@ TEST_CASE("size changes within interleaved flows never reorder a flow", "[datapa
   }
   CHECK(got == std::size(sizes) * kFlows);
 }
+
+TEST_CASE("with every lane socket taken, packets leave from the well-known port", "[datapath]") {
+  uint16_t port = static_cast<uint16_t>(10000 + (getpid() + 13) % 9000);
+  uint32_t addrs[] = {kLo};
+  Config::Datapath c = cfg_on(port, false);
+  c.max_tx_ports = 2;
+  auto dp = UdpDatapath::create(c, addrs);
+  REQUIRE(dp);
+  auto& d = **dp;
+  PacketMeta m;
+  m.src = m.dst = Gid::from_ipv4(kLo);
+  m.dst_port = port;
+  // Four lanes, room for two: lanes 3 and 4 fall back to the listening port.
+  for (uint16_t lane = 1; lane <= 4; ++lane) {
+    auto buf = d.tx_buffer();
+    REQUIRE(!buf.empty());
+    memset(buf.data(), lane, 100);
+    m.src_port = static_cast<uint16_t>(port + lane);
+    d.tx_commit(100, m);
+    d.tx_flush();
+  }
+  std::vector<uint16_t> from(5, 0);  // arrivals by payload (lane)
+  std::vector<uint16_t> sport(5, 0);
+  std::vector<RxPacket> burst(16);
+  size_t got = 0;
+  for (int i = 0; i < 2000 && got < 4; ++i) {
+    d.poll();
+    size_t n = d.rx_burst(burst);
+    for (size_t k = 0; k < n; ++k) {
+      const auto lane = static_cast<size_t>(burst[k].payload[0]);
+      REQUIRE(lane >= 1);
+      REQUIRE(lane <= 4);
+      ++from[lane];
+      sport[lane] = burst[k].meta.src_port;
+    }
+    got += n;
+    if (n == 0) usleep(500);
+  }
+  REQUIRE(got == 4);  // nothing dropped
+  for (uint16_t lane = 1; lane <= 4; ++lane) CHECK(from[lane] == 1);
+  CHECK(sport[1] == port + 1);
+  CHECK(sport[2] == port + 2);
+  CHECK(sport[3] == port);  // the fallback: one path, but delivered
+  CHECK(sport[4] == port);
+  CHECK(d.stats().tx_port_errors == 2);
+  CHECK(d.port_stats().size() == 2);
+}

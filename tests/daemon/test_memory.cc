@@ -101,3 +101,54 @@ TEST_CASE("local windows serve inline data only while open", "[memory]") {
   m.clear_local();
   CHECK_FALSE(m.read(addr, out));
 }
+
+// The kernel path (docs/kmod.md): a context of rdma_sroce.ko has no pid to read from; its MRs
+// are the module's pinned pages mapped into the daemon, and accesses are copies through that
+// mapping. The application's addresses below are deliberately not mapped in this process, so
+// a fallback to process_vm_readv could not succeed.
+TEST_CASE("a mapped (kernel-path) context is read and written through its mapping", "[memory]") {
+  ProcessMemory m(8);
+  std::array<std::byte, 256> pages{};   // stands for the daemon's mapping of the pinned pages
+  std::array<std::byte, 64> ro_pages{};
+  memcpy(pages.data() + 16, "pinned bytes", 12);
+  const uint64_t app_va = 0x100000000ull;  // the MR's address in the application
+  const uint64_t ro_va = 0x200000000ull;
+  m.attach_mapped(3);
+  // Byte app_va of the MR is at pages + 16 (the map's first_byte).
+  m.add_mapped_range(3, app_va, 128, pages.data() + 16, true);
+  m.add_mapped_range(3, ro_va, 64, ro_pages.data(), false);
+  CHECK(m.range_count(3) == 2);
+
+  std::array<std::byte, 12> out{};
+  REQUIRE(m.read(ProcessMemory::tagged(3, app_va), out));
+  CHECK(memcmp(out.data(), "pinned bytes", 12) == 0);
+  // Untagged addresses (the engine without an iova of its own) find the same owner.
+  out.fill(std::byte{0});
+  REQUIRE(m.read(app_va, out));
+  CHECK(memcmp(out.data(), "pinned bytes", 12) == 0);
+
+  const char w[] = "XYZ";
+  REQUIRE(m.write(ProcessMemory::tagged(3, app_va + 100), std::as_bytes(std::span(w, 3))));
+  CHECK(memcmp(pages.data() + 16 + 100, "XYZ", 3) == 0);
+  CHECK(m.stats().bytes_written == 3);
+
+  // Outside the range: refused, the mapping untouched.
+  CHECK_FALSE(m.write(ProcessMemory::tagged(3, app_va + 126), std::as_bytes(std::span(w, 3))));
+  CHECK(pages[16 + 126] == std::byte{0});
+  // A read-only MR (mapped PROT_READ by the daemon) is readable, never written.
+  std::array<std::byte, 8> ro{};
+  CHECK(m.read(ProcessMemory::tagged(3, ro_va), ro));
+  CHECK_FALSE(m.write(ProcessMemory::tagged(3, ro_va), std::as_bytes(std::span(w, 3))));
+  CHECK(ro_pages[0] == std::byte{0});
+  // A process-backed context never maps ranges (no pid confusion between the two kinds).
+  m.attach(4, getpid());
+  m.add_mapped_range(4, app_va, 128, pages.data(), true);
+  CHECK(m.range_count(4) == 0);
+
+  // Deregistration: the range and its window go together.
+  m.remove_range(3, app_va, 128);
+  CHECK_FALSE(m.read(ProcessMemory::tagged(3, app_va), out));
+  CHECK(m.read(ProcessMemory::tagged(3, ro_va), ro));
+  m.detach(3);
+  CHECK_FALSE(m.read(ProcessMemory::tagged(3, ro_va), ro));
+}

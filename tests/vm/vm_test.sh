@@ -85,20 +85,95 @@ if command -v ibv_devices >/dev/null; then
 fi
 
 if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
-	# Today's libsroce opens the kernel-discovered device through sroced's
-	# socket (its socket path); no sroce-run needed for discovery. Once
-	# libsroce has its kernel path this needs sroced's kernel path too.
-	echo "== unchanged programs on the real device, objects through sroced's socket"
+	# The real sroced on its kernel path (/dev/sroce) and libsroce on its own (the uverbs
+	# device): unchanged programs, no sroce-run. Loopback: both ends on sroce0, the packets
+	# go out through sroced's UDP datapath to 10.0.2.15 and back.
+	echo "== unchanged programs on the real device through sroced's kernel path"
 	mkdir -p /run/sroce
-	sroced --netdev eth0 --log-level warn >/tmp/sroced.out 2>&1 &
+	sroced --netdev eth0 --kernel --check-config >/tmp/sroced.out 2>&1 || { fail "sroced --check-config"; cat /tmp/sroced.out; }
+	sroced --netdev eth0 --kernel --log-level info >/tmp/sroced.out 2>&1 &
 	SROCED=$!
-	wait_for 10 test -S /run/sroce/sroce0.sock || { fail "sroced did not start"; cat /tmp/sroced.out; }
+	if wait_for 30 sh -c '[ "$(cat /sys/class/infiniband/sroce0/ports/1/state)" = "4: ACTIVE" ]'; then
+		pass "sroced --kernel attached: port ACTIVE"
+	else
+		fail "sroced --kernel did not attach"
+		sed 's/^/    sroced: /' /tmp/sroced.out
+		kill -0 "$SROCED" 2>/dev/null && echo "    sroced still running: $(cat /proc/$SROCED/wchan) $(cat /proc/$SROCED/stat)"
+	fi
 	expect "ibv_devinfo -d sroce0 (PORT_ACTIVE)" sh -c 'ibv_devinfo -d sroce0 | tee /tmp/devinfo | grep -q PORT_ACTIVE'
 	grep -E "hca_id|node_guid|state|active_mtu|link_layer" /tmp/devinfo | sed 's/^/    /'
-	# Data verbs need the provider's kernel path: libibverbs asks the kernel
-	# for GIDs (ibv_query_gid), and this provider made no kernel context.
+	# The kernel's GID table index of ::ffff:10.0.2.15, the address sroced sends from.
+	G=""
+	for g in /sys/class/infiniband/sroce0/ports/1/gids/*; do
+		grep -q "0000:0000:0000:0000:0000:ffff:0a00:020f" "$g" && G=${g##*/} && break
+	done
+	[ -n "$G" ] && pass "IPv4 GID at index $G" || fail "no IPv4 GID for 10.0.2.15"
+	# client_server NAME TIMEOUT SERVER-COMMAND... -- CLIENT-ARGS (the client is the server
+	# command plus CLIENT-ARGS); prints both outputs, PASS when both exit 0.
+	client_server() {
+		name=$1; to=$2; shift 2
+		srv=""; while [ "$1" != "--" ]; do srv="$srv $1"; shift; done; shift
+		# shellcheck disable=SC2086
+		timeout "$to" $srv >/tmp/srv.out 2>&1 &
+		spid=$!
+		sleep 1
+		# shellcheck disable=SC2086
+		timeout "$to" $srv "$@" >/tmp/cli.out 2>&1
+		crc=$?
+		wait "$spid"
+		src=$?
+		if [ "$crc" = 0 ] && [ "$src" = 0 ]; then pass "$name"; else
+			fail "$name (server $src, client $crc)"
+			sed 's/^/    server: /' /tmp/srv.out | tail -n 15
+			sed 's/^/    client: /' /tmp/cli.out | tail -n 15
+		fi
+	}
+	client_server "ibv_rc_pingpong -c (data validated)" 60 ibv_rc_pingpong -d sroce0 -g "$G" -n 200 -s 4096 -c -- 127.0.0.1
+	grep -E "bytes in|iters in" /tmp/cli.out | sed 's/^/    /'
+	echo "SUMMARY ibv_rc_pingpong -c: $(grep -E 'iters in' /tmp/cli.out | head -n1)"
+	client_server "ibv_rc_pingpong -e (completion channel)" 60 ibv_rc_pingpong -d sroce0 -g "$G" -n 200 -s 1024 -e -- 127.0.0.1
+	echo "SUMMARY ibv_rc_pingpong -e: $(grep -E 'iters in' /tmp/cli.out | head -n1)"
+	client_server "ib_write_bw" 90 ib_write_bw -d sroce0 -x "$G" -s 65536 -n 200 -F -- 127.0.0.1
+	echo "SUMMARY ib_write_bw: $(grep -A1 -E '#bytes' /tmp/cli.out | tail -n1)"
+	client_server "ib_send_lat" 90 ib_send_lat -d sroce0 -x "$G" -s 64 -n 200 -F -- 127.0.0.1
+	echo "SUMMARY ib_send_lat: $(grep -A1 -E '#bytes' /tmp/cli.out | tail -n1)"
 	kill -TERM "$SROCED"
 	wait "$SROCED"
+	tail -n 30 /tmp/sroced.out | sed 's/^/    sroced: /'
+	if grep -qE " error | critical " /tmp/sroced.out; then fail "sroced logged errors"; sed 's/^/    /' /tmp/sroced.out; fi
+	wait_for 5 sh -c '[ "$(cat /sys/class/infiniband/sroce0/ports/1/state)" = "1: DOWN" ]' &&
+		pass "port DOWN after sroced --kernel exited" || fail "port state after sroced: $(port_state sroce0)"
+
+	echo "== sroced killed under unchanged programs (kernel path)"
+	sroced --netdev eth0 --kernel --log-level warn >/tmp/sroced.out 2>&1 &
+	SROCED=$!
+	wait_for 30 sh -c '[ "$(cat /sys/class/infiniband/sroce0/ports/1/state)" = "4: ACTIVE" ]' ||
+		fail "sroced --kernel did not attach again"
+	timeout 60 ibv_rc_pingpong -d sroce0 -g "$G" -n 1000000 -s 1024 -e >/tmp/srv.out 2>&1 &
+	S=$!
+	sleep 1
+	timeout 60 ibv_rc_pingpong -d sroce0 -g "$G" -n 1000000 -s 1024 -e 127.0.0.1 >/tmp/cli.out 2>&1 &
+	C=$!
+	sleep 3
+	# Still exchanging when the daemon goes (a million round trips take far longer; their
+	# stdout is buffered, so only the processes being alive tells).
+	running=0
+	kill -0 "$S" 2>/dev/null && kill -0 "$C" 2>/dev/null && running=1
+	kill -KILL "$SROCED"
+	wait "$SROCED" 2>/dev/null
+	wait "$S"
+	src=$?
+	wait "$C"
+	crc=$?
+	# Both sleep in ibv_get_cq_event: the module wakes them, the provider turns the rings'
+	# error flag into flush completions, pingpong reports a failed completion and exits.
+	if [ "$running" = 1 ] && [ "$src" != 0 ] && [ "$src" != 124 ] && [ "$crc" != 0 ] && [ "$crc" != 124 ]; then
+		pass "ibv_rc_pingpong -e ended with an error when sroced was killed (server $src, client $crc)"
+	else
+		fail "ibv_rc_pingpong -e after sroced was killed: running $running, server $src, client $crc (124 = hung)"
+	fi
+	grep -v "address" /tmp/srv.out /tmp/cli.out | head -n 8 | sed "s/^/    /"
+	[ "$running" = 1 ] || head -n 40 /tmp/sroced.out | sed "s/^/    sroced: /"
 fi
 
 echo "== without sroced"

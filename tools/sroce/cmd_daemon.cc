@@ -168,27 +168,47 @@ std::string render_status(const nlohmann::json& j) {
 std::string render_qps(const nlohmann::json& j) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& q : j.value("qps", nlohmann::json::array())) {
-    rows.push_back({s(q, "qpn"), s(q, "type"), s(q, "state"), s(q, "pid"), s(q, "dest_qpn"), s(q, "path_mtu"),
-                    std::to_string(u(q, "tx_packets")), human_bytes(u(q, "tx_bytes")),
-                    std::to_string(u(q, "rx_packets")), human_bytes(u(q, "rx_bytes")),
-                    std::to_string(u(q, "retransmits")), std::to_string(u(q, "timeouts")),
-                    std::to_string(u(q, "naks_received")), s(q, "send_wqes"), s(q, "recv_wqes")});
+    rows.push_back({s(q, "qpn"), s(q, "type"), s(q, "state"), q.contains("mode") ? s(q, "mode") : "-", s(q, "pid"),
+                    s(q, "dest_qpn"), s(q, "path_mtu"), std::to_string(u(q, "tx_packets")),
+                    human_bytes(u(q, "tx_bytes")), std::to_string(u(q, "rx_packets")), human_bytes(u(q, "rx_bytes")),
+                    std::to_string(u(q, "retransmits")), std::to_string(u(q, "selective_retransmits")),
+                    std::to_string(u(q, "spurious_retransmits")), std::to_string(u(q, "timeouts")),
+                    std::to_string(u(q, "naks_received")), std::to_string(q.value("lanes", nlohmann::json::array()).size()),
+                    s(q, "send_wqes"), s(q, "recv_wqes")});
   }
   if (rows.empty()) return "no QPs\n";
-  return table({"QPN", "TYPE", "STATE", "PID", "DEST", "MTU", "TX_PKTS", "TX", "RX_PKTS", "RX", "RETX", "TIMEOUTS",
-                "NAKS_RX", "SEND_WQES", "RECV_WQES"},
+  return table({"QPN", "TYPE", "STATE", "MODE", "PID", "DEST", "MTU", "TX_PKTS", "TX", "RX_PKTS", "RX", "RETX",
+                "SEL_RETX", "SPURIOUS", "TIMEOUTS", "NAKS_RX", "LANES", "SEND_WQES", "RECV_WQES"},
                rows);
 }
 
 std::string render_lanes(const nlohmann::json& j) {
+  // The transport's lanes: each lossy-mode QP's source ports with the
+  // engine's per-lane counters (docs/lossy.md). Compatible QPs have one port
+  // each, which the datapath's table below shows.
+  std::vector<std::vector<std::string>> qrows;
+  for (const auto& q : j.value("qps", nlohmann::json::array())) {
+    if (q.value("mode", "") != "lossy") continue;  // a compatible QP is its one source port
+    for (const auto& l : q.value("lanes", nlohmann::json::array())) {
+      const double srtt = l.value("srtt_us", 0.0);
+      qrows.push_back({s(q, "qpn"), s(l, "sport"), l.value("active", false) ? "yes" : "retired",
+                       std::to_string(u(l, "tx_packets")), std::to_string(u(l, "retransmits")),
+                       std::to_string(u(l, "naks")), std::to_string(u(l, "losses_detected")),
+                       srtt > 0 ? fmt::format("{:.1f}", srtt) : "-"});
+    }
+  }
+  std::string out;
+  if (!qrows.empty())
+    out += table({"QPN", "SPORT", "ACTIVE", "TX_PKTS", "RETX", "NAKS", "LOSSES", "SRTT_US"}, qrows) + "\n";
+  // The datapath's view: every UDP source port it sent from.
   std::vector<std::vector<std::string>> rows;
   for (const auto& l : j.value("lanes", nlohmann::json::array())) {
     uint64_t sends = u(l, "tx_sends"), pk = u(l, "tx_packets");
     rows.push_back({s(l, "sport"), s(l, "local"), std::to_string(pk), human_bytes(u(l, "tx_bytes")),
                     std::to_string(sends), sends ? fmt::format("{:.1f}", double(pk) / double(sends)) : "-"});
   }
-  if (rows.empty()) return "no lanes used yet\n";
-  return table({"SPORT", "LOCAL", "TX_PKTS", "TX", "SENDS", "PKTS/SEND"}, rows);
+  if (rows.empty()) return out + "no lanes used yet\n";
+  return out + table({"SPORT", "LOCAL", "TX_PKTS", "TX", "SENDS", "PKTS/SEND"}, rows);
 }
 
 void add_daemon_commands(CLI::App& app, int& rc) {

@@ -73,6 +73,23 @@ verbs_context_ops make_context_ops() {
 }
 const verbs_context_ops kContextOps = make_context_ops();
 
+// The kernel path (kernel_path.cc): the verbs that are plain uverbs commands there. The others
+// keep the socket path's entry points, which branch where creation differs.
+verbs_context_ops make_kernel_ops() {
+  verbs_context_ops ops = make_context_ops();
+  ops.query_device_ex = kernel_query_device_ex;
+  ops.query_port = kernel_query_port;
+  ops.alloc_pd = kernel_alloc_pd;
+  ops.dealloc_pd = kernel_dealloc_pd;
+  ops.reg_mr = kernel_reg_mr;
+  ops.dereg_mr = kernel_dereg_mr;
+  ops.rereg_mr = nullptr;  // the module answers EOPNOTSUPP (docs/kmod.md)
+  ops.create_ah = kernel_create_ah;
+  ops.destroy_ah = kernel_destroy_ah;
+  return ops;
+}
+const verbs_context_ops kKernelOps = make_kernel_ops();
+
 int owns_context(ibv_context* context) {
   auto* vdev = reinterpret_cast<verbs_device*>(context->device);
   return vdev != nullptr && vdev->ops == &kDeviceOps;
@@ -237,7 +254,10 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void*) {
       _verbs_init_and_alloc_context(device, cmd_fd, sizeof(Context), nullptr, 0));
   if (ctx == nullptr) return nullptr;
   ctx->st = new (std::nothrow) ContextState();
-  int err = ctx->st == nullptr ? ENOMEM : setup_context(ctx, device->name);
+  // With rdma_sroce.ko the command fd is the kernel's uverbs device (docs/kmod.md).
+  int err = ctx->st == nullptr      ? ENOMEM
+            : kernel_device(cmd_fd) ? kernel_setup_context(ctx, device->name)
+                                    : setup_context(ctx, device->name);
   if (err != 0) {
     destroy_state(ctx);
     verbs_uninit_context(&ctx->vctx);
@@ -246,7 +266,7 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void*) {
     return nullptr;
   }
   ctx->vctx.context.num_comp_vectors = 1;
-  verbs_set_ops(&ctx->vctx, &kContextOps);
+  verbs_set_ops(&ctx->vctx, ctx->st->kernel ? &kKernelOps : &kContextOps);
   return &ctx->vctx;
 }
 
@@ -259,8 +279,12 @@ void free_context(ibv_context* ibctx) {
 
 }  // namespace
 
-void ring_doorbell(Context* ctx, const RingView& ring) {
+void ring_doorbell(Context* ctx, const RingView& ring, uint32_t kcmd, uint32_t khandle) {
   if (!ring.consumer_sleeping()) return;
+  if (ctx->st->kernel) {
+    kernel_doorbell(ctx, kcmd, khandle);
+    return;
+  }
   uint64_t one = 1;
   ssize_t w = write(ctx->st->doorbell_fd, &one, sizeof(one));
   (void)w;  // EAGAIN means the count is already huge: the daemon will wake anyway

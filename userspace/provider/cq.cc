@@ -216,11 +216,19 @@ Cq* create_cq_common(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int
     errno = ENOMEM;
     return nullptr;
   }
+  sroce_create_cq_resp resp{};
+  if (ctx->st->kernel) {
+    int err = kernel_create_cq(ctx, cq, cqe, channel, comp_vector, &resp);
+    if (err != 0) {
+      delete cq;
+      errno = err;
+      return nullptr;
+    }
+  } else {
   sroce_create_cq req{};
   req.cqe = static_cast<uint32_t>(cqe);
   req.channel = channel != nullptr ? reinterpret_cast<CompChannel*>(channel)->handle : 0;
   req.user_handle = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
-  sroce_create_cq_resp resp{};
   ReplyFds fds;
   int err = ctx->st->control.call(SROCE_OP_CREATE_CQ, &req, sizeof(req), &resp, sizeof(resp), &fds);
   if (err == 0) err = cq->mapping.map(fds.take(0), resp.ring_bytes);
@@ -234,6 +242,7 @@ Cq* create_cq_common(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int
     delete cq;
     errno = err;
     return nullptr;
+  }
   }
   cq->ctx = ctx;
   cq->handle = resp.handle;
@@ -295,7 +304,9 @@ int verb_destroy_cq(ibv_cq* ibcq) {
   QpTable* t = cq->qps.load(std::memory_order_acquire);
   if (t != nullptr && t->count > 0) return EBUSY;  // QPs still complete into it (IBA 11.2)
   sroce_handle_req req{cq->handle, 0};
-  int err = ctx->st->control.call(SROCE_OP_DESTROY_CQ, &req, sizeof(req), nullptr, 0);
+  int err = ctx->st->kernel
+                ? ibv_cmd_destroy_cq(ibcq)
+                : ctx->st->control.call(SROCE_OP_DESTROY_CQ, &req, sizeof(req), nullptr, 0);
   if (err == EIO) err = 0;  // daemon gone: release locally
   if (err != 0) return err;
   {

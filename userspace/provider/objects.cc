@@ -1,5 +1,6 @@
 // PD, MR, AH, SRQ and completion channels: control messages to sroced, nothing else.
 #include <errno.h>
+#include <rdma/ib_user_verbs.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -226,6 +227,7 @@ ibv_ah* verb_create_ah(ibv_pd* ibpd, ibv_ah_attr* attr) {
     return nullptr;
   }
   ah->ah.handle = resp.handle;
+  ah->wqe_handle = resp.handle;
   return &ah->ah;
 }
 
@@ -251,16 +253,24 @@ ibv_srq* verb_create_srq(ibv_pd* ibpd, ibv_srq_init_attr* init) {
     errno = ENOMEM;
     return nullptr;
   }
+  sroce_create_srq_resp resp{};
+  int err = 0;
+  if (ctx->st->kernel) {
+    err = kernel_create_srq(ctx, srq, ibpd, init, &resp);
+    if (err != 0) {
+      delete srq;
+      errno = err;
+      return nullptr;
+    }
+  } else {
   sroce_create_srq req{};
   req.pd = ibpd->handle;
   req.max_wr = init->attr.max_wr;
   req.max_sge = init->attr.max_sge;
   req.srq_limit = init->attr.srq_limit;
   req.user_handle = reinterpret_cast<uintptr_t>(&srq->srq);
-  sroce_create_srq_resp resp{};
   ReplyFds fds;
-  int err =
-      ctx->st->control.call(SROCE_OP_CREATE_SRQ, &req, sizeof(req), &resp, sizeof(resp), &fds);
+  err = ctx->st->control.call(SROCE_OP_CREATE_SRQ, &req, sizeof(req), &resp, sizeof(resp), &fds);
   if (err == 0) err = srq->mapping.map(fds.take(0), resp.ring_bytes);
   if (err == 0 &&
       !ring_fits(srq->mapping, 0, sizeof(sroce_recv_wqe) + sizeof(sroce_sge) * resp.max_sge))
@@ -275,12 +285,13 @@ ibv_srq* verb_create_srq(ibv_pd* ibpd, ibv_srq_init_attr* init) {
     errno = err;
     return nullptr;
   }
+  }
   srq->ctx = ctx;
   srq->handle = resp.handle;
   srq->max_wr = resp.max_wr;
   srq->max_sge = resp.max_sge;
   srq->ring = RingView(srq->mapping.addr);
-  srq->srq.handle = resp.handle;
+  srq->srq.handle = resp.handle;  // the kernel's uverbs handle on the kernel path
   init->attr.max_wr = resp.max_wr;
   init->attr.max_sge = resp.max_sge;
   return &srq->srq;
@@ -292,6 +303,10 @@ int verb_modify_srq(ibv_srq* ibsrq, ibv_srq_attr* attr, int mask) {
   if (mask & IBV_SRQ_MAX_WR) return EOPNOTSUPP;
   if (mask & ~IBV_SRQ_LIMIT) return EINVAL;
   if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > srq->max_wr) return EINVAL;
+  if (srq->ctx->st->kernel) {
+    alignas(8) uint8_t cmd[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_modify_srq)] = {};
+    return ibv_cmd_modify_srq(ibsrq, attr, mask, cmd, sizeof(cmd));
+  }
   sroce_modify_srq req{};
   req.handle = srq->handle;
   req.attr_mask = static_cast<uint32_t>(mask);
@@ -302,6 +317,10 @@ int verb_modify_srq(ibv_srq* ibsrq, ibv_srq_attr* attr, int mask) {
 
 int verb_query_srq(ibv_srq* ibsrq, ibv_srq_attr* attr) {
   Srq* srq = to_srq(ibsrq);
+  if (srq->ctx->st->kernel) {
+    alignas(8) uint8_t cmd[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_query_srq)] = {};
+    return ibv_cmd_query_srq(ibsrq, attr, cmd, sizeof(cmd));
+  }
   sroce_handle_req req{srq->handle, 0};
   sroce_srq_attr resp{};
   int err = srq->ctx->st->control.call(SROCE_OP_QUERY_SRQ, &req, sizeof(req), &resp, sizeof(resp));
@@ -315,8 +334,10 @@ int verb_query_srq(ibv_srq* ibsrq, ibv_srq_attr* attr) {
 int verb_destroy_srq(ibv_srq* ibsrq) {
   Srq* srq = to_srq(ibsrq);
   sroce_handle_req req{srq->handle, 0};
-  int err = destroy_status(
-      srq->ctx->st->control.call(SROCE_OP_DESTROY_SRQ, &req, sizeof(req), nullptr, 0));
+  int err = srq->ctx->st->kernel
+                ? ibv_cmd_destroy_srq(ibsrq)
+                : destroy_status(srq->ctx->st->control.call(SROCE_OP_DESTROY_SRQ, &req,
+                                                            sizeof(req), nullptr, 0));
   if (err != 0) return err;
   srq->mapping.unmap();
   delete srq;

@@ -99,7 +99,7 @@ int build_send(Qp* qp, const ibv_send_wr* wr, uint8_t* slot) {
   }
   if (qp->type == IBV_QPT_UD) {
     if (wr->wr.ud.ah == nullptr) return EINVAL;
-    w->ah = wr->wr.ud.ah->handle;
+    w->ah = to_ah(wr->wr.ud.ah)->wqe_handle;
     w->remote_qpn = wr->wr.ud.remote_qpn;
     w->remote_qkey = wr->wr.ud.remote_qkey;
   }
@@ -175,7 +175,7 @@ int verb_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   if (prod != first) {
     qp->sq_shadow.head.store(head, std::memory_order_release);
     qp->sq.store_prod_release(prod);
-    ring_doorbell(qp->ctx, qp->sq);
+    ring_doorbell(qp->ctx, qp->sq, IB_USER_VERBS_CMD_POST_SEND, qp->vqp.qp.handle);
   }
   qp->sq_lock.unlock();
   return err;
@@ -213,7 +213,7 @@ int verb_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   if (prod != first) {
     qp->rq_shadow.head.store(head, std::memory_order_release);
     qp->rq.store_prod_release(prod);
-    ring_doorbell(qp->ctx, qp->rq);
+    ring_doorbell(qp->ctx, qp->rq, IB_USER_VERBS_CMD_POST_RECV, qp->vqp.qp.handle);
   }
   qp->rq_lock.unlock();
   return err;
@@ -237,7 +237,7 @@ int verb_post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   if (err != 0) *bad_wr = wr;
   if (prod != first) {
     srq->ring.store_prod_release(prod);
-    ring_doorbell(srq->ctx, srq->ring);
+    ring_doorbell(srq->ctx, srq->ring, IB_USER_VERBS_CMD_POST_SRQ_RECV, srq->srq.handle);
   }
   srq->lock.unlock();
   return err;

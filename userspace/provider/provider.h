@@ -87,6 +87,7 @@ struct Mr {
 
 struct Ah {
   ibv_ah ah;
+  uint32_t wqe_handle = 0;  // what sroce_send_wqe.ah names (the kernel's uverbs handle differs)
 };
 
 struct CompChannel {
@@ -164,6 +165,8 @@ struct Qp {
 // C++ state of a context (libibverbs allocates Context itself with calloc, so everything with
 // a constructor lives here).
 struct ContextState {
+  // The kernel path (kernel_path.cc): rdma_sroce.ko's uverbs device, not sroced's socket.
+  bool kernel = false;
   ControlChannel control;
   int daemon_async_fd = -1;  // the daemon writes async events here
   int inject_fd = -1;        // our end of the app's async socket (forwarded + made-up events)
@@ -197,14 +200,39 @@ inline Ah* to_ah(ibv_ah* a) { return reinterpret_cast<Ah*>(a); }
 
 inline bool ctx_dead(const Context* ctx) { return ctx->st->dead.load(std::memory_order_acquire); }
 
-// Rings the context's doorbell if the daemon sleeps on `ring`.
-void ring_doorbell(Context* ctx, const RingView& ring);
+// Rings the context's doorbell if the daemon sleeps on `ring`. On the kernel path the doorbell
+// is the uverbs command `kcmd` (POST_SEND, POST_RECV, POST_SRQ_RECV) without work requests on
+// the QP's or SRQ's uverbs handle.
+void ring_doorbell(Context* ctx, const RingView& ring, uint32_t kcmd, uint32_t khandle);
 
 // True if the ring header at `offset` of `m` describes a ring that fits the mapping, with a
 // power-of-two size and entries of at least `min_entry` bytes (a multiple of 16).
 bool ring_geometry_ok(const Mapping& m, uint64_t offset, uint32_t min_entry);
 void fill_ah_attr(sroce_ah_attr* out, const ibv_ah_attr& in);
 void read_ah_attr(ibv_ah_attr* out, const sroce_ah_attr& in);
+
+// The kernel path (kernel_path.cc, docs/kmod.md): the same objects, created through uverbs
+// commands; the rings come from mmap of the uverbs fd.
+bool kernel_device(int cmd_fd);  // cmd_fd is a real uverbs device, not sroce-run's stand-in
+int kernel_setup_context(Context* ctx, const char* devname);
+void kernel_doorbell(Context* ctx, uint32_t kcmd, uint32_t khandle);
+int kernel_query_device_ex(ibv_context*, const ibv_query_device_ex_input*, ibv_device_attr_ex*,
+                           size_t);
+int kernel_query_port(ibv_context*, uint8_t, ibv_port_attr*);
+ibv_pd* kernel_alloc_pd(ibv_context*);
+int kernel_dealloc_pd(ibv_pd*);
+ibv_mr* kernel_reg_mr(ibv_pd*, void*, size_t, uint64_t, int);
+int kernel_dereg_mr(verbs_mr*);
+ibv_ah* kernel_create_ah(ibv_pd*, ibv_ah_attr*);
+int kernel_destroy_ah(ibv_ah*);
+// Create the uverbs object, map its ring(s) into the object's mapping and answer as sroced
+// would on the socket path; on failure nothing is left.
+int kernel_create_cq(Context* ctx, Cq* cq, int cqe, ibv_comp_channel* channel, int comp_vector,
+                     sroce_create_cq_resp* resp);
+int kernel_create_srq(Context* ctx, Srq* srq, ibv_pd* pd, ibv_srq_init_attr* init,
+                      sroce_create_srq_resp* resp);
+int kernel_create_qp(Context* ctx, Qp* qp, ibv_qp_init_attr_ex* attr, sroce_create_qp_resp* resp);
+int check_access(int access, int* out);  // objects.cc
 
 // Verbs entry points, one group per file.
 // context.cc

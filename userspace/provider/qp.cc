@@ -1,6 +1,7 @@
 // Queue pairs: creation (rings mapped from the daemon's memfd), modify/query (the state
 // machine itself lives in the daemon's engine), destruction.
 #include <errno.h>
+#include <rdma/ib_user_verbs.h>
 #include <string.h>
 #include <time.h>
 
@@ -59,6 +60,22 @@ ibv_qp* create_qp_common(Context* ctx, const CreateArgs& a) {
     errno = ENOMEM;
     return nullptr;
   }
+  sroce_create_qp_resp resp{};
+  bool created = false;
+  if (ctx->st->kernel) {
+    ibv_qp_init_attr_ex ax{};
+    ax.qp_context = a.qp_context;
+    ax.send_cq = a.send_cq;
+    ax.recv_cq = a.recv_cq != nullptr ? a.recv_cq : a.send_cq;
+    ax.srq = a.srq;
+    ax.cap = *a.cap;
+    if (a.srq != nullptr) ax.cap.max_recv_wr = ax.cap.max_recv_sge = 0;
+    ax.qp_type = a.type;
+    ax.sq_sig_all = a.sq_sig_all;
+    ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ax.pd = a.pd;
+    err = kernel_create_qp(ctx, qp, &ax, &resp);  // checked and mapped, or nothing left
+  } else {
   sroce_create_qp req{};
   req.pd = a.pd->handle;
   req.send_cq = a.send_cq->handle;
@@ -72,11 +89,11 @@ ibv_qp* create_qp_common(Context* ctx, const CreateArgs& a) {
   req.cap.max_send_sge = a.cap->max_send_sge;
   req.cap.max_recv_sge = a.srq != nullptr ? 0 : a.cap->max_recv_sge;
   req.cap.max_inline_data = a.cap->max_inline_data;
-  sroce_create_qp_resp resp{};
   ReplyFds fds;
   err = ctx->st->control.call(SROCE_OP_CREATE_QP, &req, sizeof(req), &resp, sizeof(resp), &fds);
-  bool created = (err == 0);
+  created = (err == 0);
   if (err == 0) err = qp->mapping.map(fds.take(0), resp.ring_bytes);
+  }
   if (err == 0 && !ring_geometry_ok(qp->mapping, resp.sq_offset, sizeof(sroce_send_wqe)))
     err = EPROTO;
   if (err == 0 && a.srq == nullptr &&
@@ -115,7 +132,7 @@ ibv_qp* create_qp_common(Context* ctx, const CreateArgs& a) {
   q.send_cq = a.send_cq;
   q.recv_cq = a.recv_cq;
   q.srq = a.srq;
-  q.handle = resp.qpn;
+  if (!ctx->st->kernel) q.handle = resp.qpn;  // else the kernel's uverbs handle
   q.qp_num = resp.qpn;
   q.state = IBV_QPS_RESET;
   q.qp_type = a.type;
@@ -208,7 +225,13 @@ int verb_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   r.timeout = attr->timeout;
   r.retry_cnt = attr->retry_cnt;
   r.rnr_retry = attr->rnr_retry;
-  int err = qp->ctx->st->control.call(SROCE_OP_MODIFY_QP, &req, sizeof(req), nullptr, 0);
+  int err;
+  if (qp->ctx->st->kernel) {
+    alignas(8) uint8_t cmd[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_modify_qp)] = {};
+    err = ibv_cmd_modify_qp(ibqp, attr, mask, cmd, sizeof(cmd));
+  } else {
+    err = qp->ctx->st->control.call(SROCE_OP_MODIFY_QP, &req, sizeof(req), nullptr, 0);
+  }
   if (err != 0) return err;
   // IBA 10.3: a QP in Reset has no outstanding work; the daemon discarded its rings.
   if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
@@ -222,8 +245,12 @@ int verb_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   return 0;
 }
 
-int verb_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
+int verb_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
   Qp* qp = to_qp(ibqp);
+  if (qp->ctx->st->kernel) {
+    alignas(8) uint8_t cmd[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_query_qp)] = {};
+    return ibv_cmd_query_qp(ibqp, attr, mask, init, cmd, sizeof(cmd));
+  }
   sroce_handle_req req{qp->qpn, 0};
   sroce_qp_attr r{};
   int err = qp->ctx->st->control.call(SROCE_OP_QUERY_QP, &req, sizeof(req), &r, sizeof(r));
@@ -272,7 +299,15 @@ int verb_destroy_qp(ibv_qp* ibqp) {
   Context* ctx = qp->ctx;
   sroce_handle_req req{qp->qpn, 0};
   sroce_destroy_qp_resp resp{};
-  int err = ctx->st->control.call(SROCE_OP_DESTROY_QP, &req, sizeof(req), &resp, sizeof(resp));
+  if (ctx->st->kernel) {
+    // libibverbs waits for the QP's async events to be acknowledged itself.
+    int err = ibv_cmd_destroy_qp(ibqp);
+    if (err != 0) return err;
+    resp.events_reported = 0;
+  }
+  int err = ctx->st->kernel ? 0
+                            : ctx->st->control.call(SROCE_OP_DESTROY_QP, &req, sizeof(req), &resp,
+                                                    sizeof(resp));
   if (err == EIO) {
     err = 0;  // daemon gone: release locally
     resp.events_reported = 0;

@@ -198,6 +198,44 @@ void* _verbs_init_and_alloc_context(ibv_device* device, int cmd_fd, size_t alloc
 void verbs_uninit_context(verbs_context* context);
 void verbs_set_ops(verbs_context* vctx, const verbs_context_ops* ops);
 
+// The uverbs command helpers the kernel path uses (rdma_sroce.ko, docs/kmod.md), from v44's
+// driver.h. Their command and response arguments are libibverbs' buffers: the write() header
+// (struct ib_uverbs_cmd_hdr) then the kernel's request (<rdma/ib_user_verbs.h>), and the
+// kernel's response followed by the driver data. The kernel structs end in flexible arrays, so
+// C++ cannot embed them: callers pass byte buffers of sizeof(hdr) + sizeof(request) and
+// sizeof(response) + sizeof(driver data) (kernel_path.cc), hence void* here (C linkage: the
+// parameter types do not change the symbol).
+int ibv_cmd_get_context(verbs_context* context, void* cmd, size_t cmd_size, void* resp,
+                        size_t resp_size);
+int ibv_cmd_query_device_any(ibv_context* context, const ibv_query_device_ex_input* input,
+                             ibv_device_attr_ex* attr, size_t attr_size, void* resp,
+                             size_t* resp_size);
+int ibv_cmd_query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr,
+                       void* cmd, size_t cmd_size);
+int ibv_cmd_alloc_pd(ibv_context* context, ibv_pd* pd, void* cmd, size_t cmd_size, void* resp,
+                     size_t resp_size);
+int ibv_cmd_dealloc_pd(ibv_pd* pd);
+int ibv_cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access,
+                   verbs_mr* vmr, void* cmd, size_t cmd_size, void* resp, size_t resp_size);
+int ibv_cmd_dereg_mr(verbs_mr* vmr);
+int ibv_cmd_create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector,
+                      ibv_cq* cq, void* cmd, size_t cmd_size, void* resp, size_t resp_size);
+int ibv_cmd_destroy_cq(ibv_cq* cq);
+int ibv_cmd_create_srq(ibv_pd* pd, ibv_srq* srq, ibv_srq_init_attr* attr, void* cmd,
+                       size_t cmd_size, void* resp, size_t resp_size);
+int ibv_cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask, void* cmd,
+                       size_t cmd_size);
+int ibv_cmd_query_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, void* cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(ibv_srq* srq);
+int ibv_cmd_create_qp_ex(ibv_context* context, verbs_qp* qp, ibv_qp_init_attr_ex* attr_ex,
+                         void* cmd, size_t cmd_size, void* resp, size_t resp_size);
+int ibv_cmd_query_qp(ibv_qp* qp, ibv_qp_attr* qp_attr, int attr_mask,
+                     ibv_qp_init_attr* qp_init_attr, void* cmd, size_t cmd_size);
+int ibv_cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, void* cmd, size_t cmd_size);
+int ibv_cmd_destroy_qp(ibv_qp* qp);
+int ibv_cmd_create_ah(ibv_pd* pd, ibv_ah* ah, ibv_ah_attr* attr, void* resp, size_t resp_size);
+int ibv_cmd_destroy_ah(ibv_ah* ah);
+
 }  // extern "C"
 
 // Layout pins. Pointer-sized slots only, so the op table is an array of 76 pointers.

@@ -28,7 +28,7 @@ int wr_complete(ibv_qp_ex* qpx) {
   if (err == 0 && qp->wr_prod != qp->sq.header()->prod) {
     qp->sq_shadow.head.store(qp->wr_shadow, std::memory_order_release);
     qp->sq.store_prod_release(qp->wr_prod);
-    ring_doorbell(qp->ctx, qp->sq);
+    ring_doorbell(qp->ctx, qp->sq, IB_USER_VERBS_CMD_POST_SEND, qp->vqp.qp.handle);
   }
   qp->wr_open = false;
   qp->wr_cur = nullptr;
@@ -129,7 +129,7 @@ void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t re
     fail(qp, EINVAL);
     return;
   }
-  qp->wr_cur->ah = ah->handle;
+  qp->wr_cur->ah = to_ah(ah)->wqe_handle;
   qp->wr_cur->remote_qpn = remote_qpn;
   qp->wr_cur->remote_qkey = remote_qkey;
 }

@@ -307,6 +307,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.string("device.name", c.device.name, {}, false, 63);
   r.string("device.netdev", c.device.netdev, {}, true, 15);
   r.ipv4_list("device.addresses", c.device.addresses);
+  r.string("device.kernel", c.device.kernel, {"auto", "on", "off"});
 
   r.string("control.socket", c.control.socket, {}, true, 107);
   r.integer("control.socket_mode", c.control.socket_mode, 0, 0777);
@@ -363,6 +364,8 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("engine.max_inline_data", c.engine.max_inline_data, 0, 4096);
   r.integer("engine.max_rd_atomic", c.engine.max_rd_atomic, 1, 255);
   r.integer("engine.seed", c.engine.seed, 0, INT64_MAX);
+  r.boolean("engine.lossy", c.engine.lossy);
+  r.integer("engine.lanes", c.engine.lanes, 0, 64);
 
   r.string("log.level", c.log.level, kLogLevels);
 

@@ -22,6 +22,10 @@ struct Config {
     std::string name = "sroce0";  // the RDMA device name applications see
     std::string netdev;           // interface whose addresses are the GIDs; "" = auto
     std::vector<std::string> addresses;  // explicit IPv4 GIDs; [] = the netdev's addresses
+    // The kernel path (docs/kmod.md): "auto" serves rdma_sroce.ko's device
+    // `name` when /dev/sroce and the device exist, "on" requires it, "off"
+    // serves the socket only. Command line: --kernel (on) / --no-kernel (off).
+    std::string kernel = "auto";
   } device;
 
   struct Control {
@@ -88,6 +92,11 @@ struct Config {
     uint32_t max_inline_data = 256;
     uint32_t max_rd_atomic = 16;
     uint64_t seed = 0;  // 0 = random at start
+    // Lossy mode (docs/lossy.md): offered to every RC peer, used with sroce
+    // peers only (negotiated in-band); lanes = UDP source ports per QP,
+    // 0 = the build's default (Kconfig DEFAULT_LANES).
+    bool lossy = true;
+    uint32_t lanes = 0;
   } engine;
 
   struct Log {

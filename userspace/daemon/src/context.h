@@ -26,6 +26,7 @@ struct MrObj {
   uint32_t pd = 0;  // local handle
   uint64_t addr = 0, length = 0;
   uint32_t access = 0;
+  SharedMemory kmap;  // kernel path: the pinned pages, mapped from the channel
 };
 
 struct ChannelObj {
@@ -80,6 +81,11 @@ struct ObjectCounts {
 struct Context {
   uint32_t id = 0;
   uint16_t tag = 0;  // ProcessMemory tag
+  // A context of rdma_sroce.ko (docs/kmod.md): requests arrive on the
+  // kernel channel naming `kctx`, replies and events go back there; no
+  // socket, no fds, rings and MRs are the module's memory mapped here.
+  bool kernel = false;
+  uint32_t kctx = 0;
   int sock = -1;
   int async_fd = -1;     // daemon's end of the async event socket pair
   int doorbell_fd = -1;  // eventfd the application rings

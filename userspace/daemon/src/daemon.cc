@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "proto/roce.h"
 #include "udp_datapath.h"
 #ifdef SROCE_HAVE_DPDK
 #include "sroce/dpdk/dpdk_datapath.h"
@@ -144,13 +145,16 @@ Result<void> Daemon::start() {
   ec.max_inline_data = cfg_.engine.max_inline_data;
   ec.max_rd_atomic = cfg_.engine.max_rd_atomic;
   ec.seed = seed;
+  ec.lossy.enable = cfg_.engine.lossy;
+  if (cfg_.engine.lanes != 0) ec.lossy.lanes = static_cast<uint16_t>(cfg_.engine.lanes);
+  const uint32_t overhead = 72 + (ec.lossy.enable ? SROCE_LEH_LEN : 0);
   if (dp_limit != 0) {
     // The largest IB MTU whose packets fit (the rule of QUERY_PORT's
     // active_mtu, service_control.cc), so UD messages and path MTUs stay
     // within what the datapath's buffers hold.
     ec.port_mtu = Mtu::k256;
     for (Mtu m : {Mtu::k4096, Mtu::k2048, Mtu::k1024, Mtu::k512}) {
-      if (mtu_bytes(m) + 72 <= mtu_) {
+      if (mtu_bytes(m) + overhead <= mtu_) {
         ec.port_mtu = m;
         break;
       }
@@ -179,6 +183,7 @@ Result<void> Daemon::start() {
   env.config = &cfg_;
   env.gids = gids_;
   env.netdev_mtu = mtu_;
+  env.extra_header_bytes = cfg_.engine.lossy ? SROCE_LEH_LEN : 0;
   env.netdev = netdev_;
   // A stable node GUID from the first address (EUI-64 style, locally administered).
   env.node_guid = (0x02ull << 56) | (uint64_t{addrs_[0]} << 8) | 0xfe;
@@ -189,6 +194,14 @@ Result<void> Daemon::start() {
   auto l = svc_->listen();
   if (!l) return l;
   watch(svc_->listen_fd(), kKeyListen);
+  // The kernel path (docs/kmod.md): with rdma_sroce.ko's device registered,
+  // serve its programs too.
+  if (cfg_.device.kernel == "on" ||
+      (cfg_.device.kernel == "auto" && KernelChannel::available(cfg_.device.name))) {
+    auto k = svc_->attach_kernel(cfg_.device.name);
+    if (!k && cfg_.device.kernel == "on") return k;
+    if (!k) spdlog::warn("sroced: kernel path not used: {}", k.error().message);
+  }
 
   std::vector<std::string> a;
   for (uint32_t x : addrs_) a.push_back(ipv4_str(x));

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   int port = 0;
   uint64_t seed = 0;
   bool check = false;
+  bool kernel = false, no_kernel = false;
   auto* copt = app.add_option("-c,--config", config_path, "TOML configuration file")->capture_default_str();
   app.add_option("--dev", dev, "RDMA device name (device.name)");
   app.add_option("--netdev", netdev, "network interface whose addresses are the GIDs (device.netdev)");
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "engine seed for keys and QPNs (engine.seed)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off (log.level)");
   app.add_option("--set", sets, "override any key: --set datapath.batch=32 (TOML value syntax), repeatable");
+  app.add_flag("--kernel", kernel, "serve rdma_sroce.ko's device through /dev/sroce; fail if it cannot (device.kernel)");
+  app.add_flag("--no-kernel", no_kernel, "serve the control socket only, even with the module loaded");
   app.add_flag("--check-config", check, "validate the configuration, print it and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -48,6 +51,8 @@ int main(int argc, char** argv) {
   if (port) cfg.datapath.port = static_cast<uint16_t>(port);
   if (seed) cfg.engine.seed = seed;
   if (!log_level.empty()) cfg.log.level = log_level;
+  if (kernel) cfg.device.kernel = "on";
+  if (no_kernel) cfg.device.kernel = "off";
   if (auto v = sroce::daemon::validate(cfg); !v) {
     spdlog::error("command line: {}", v.error().message);
     return 2;

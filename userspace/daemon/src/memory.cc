@@ -16,6 +16,24 @@ void ProcessMemory::attach(uint16_t tag, pid_t pid) {
   owners_[tag].pid = pid;
 }
 
+void ProcessMemory::attach_mapped(uint16_t tag) {
+  if (tag >= owners_.size() || tag == kLocalTag) return;
+  owners_[tag] = Owner{};
+  owners_[tag].pid = kMappedPid;
+}
+
+void ProcessMemory::add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable) {
+  if (tag >= owners_.size() || owners_[tag].pid != kMappedPid) return;
+  owners_[tag].maps.push_back(MappedRange{va, len, at, writable});
+  add_range(tag, va, len);
+}
+
+std::byte* ProcessMemory::mapped_at(const Owner& o, uint64_t va, size_t len, bool write) {
+  for (const auto& m : o.maps)
+    if ((!write || m.writable) && va >= m.va && va - m.va <= m.len && len <= m.len - (va - m.va)) return m.at + (va - m.va);
+  return nullptr;
+}
+
 void ProcessMemory::detach(uint16_t tag) {
   if (tag >= owners_.size()) return;
   owners_[tag] = Owner{};
@@ -40,6 +58,12 @@ void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
   for (auto it = o.ranges.begin(); it != o.ranges.end(); ++it) {
     if (it->va == va && it->len == len) {
       o.ranges.erase(it);
+      break;
+    }
+  }
+  for (auto it = o.maps.begin(); it != o.maps.end(); ++it) {
+    if (it->va == va && it->len == len) {
+      o.maps.erase(it);
       break;
     }
   }
@@ -120,6 +144,17 @@ bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
     ++stats_.refused;
     return false;
   }
+  if (o->pid == kMappedPid) {
+    const std::byte* at = mapped_at(*o, addr & kVaMask, out.size(), false);
+    if (!at) {
+      ++stats_.refused;
+      return false;
+    }
+    memcpy(out.data(), at, out.size());
+    ++stats_.reads;
+    stats_.bytes_read += out.size();
+    return true;
+  }
   iovec local{out.data(), out.size()};
   iovec remote{reinterpret_cast<void*>(addr & kVaMask), out.size()};
   ssize_t n = process_vm_readv(o->pid, &local, 1, &remote, 1, 0);
@@ -138,6 +173,17 @@ bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
   if (!o) {
     ++stats_.refused;
     return false;
+  }
+  if (o->pid == kMappedPid) {
+    std::byte* at = mapped_at(*o, addr & kVaMask, in.size(), true);
+    if (!at) {
+      ++stats_.refused;
+      return false;
+    }
+    memcpy(at, in.data(), in.size());
+    ++stats_.writes;
+    stats_.bytes_written += in.size();
+    return true;
   }
   iovec local{const_cast<std::byte*>(in.data()), in.size()};
   iovec remote{reinterpret_cast<void*>(addr & kVaMask), in.size()};

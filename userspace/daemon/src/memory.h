@@ -16,6 +16,11 @@
 // addresses and this class finds the owner by range; an address that lies in
 // ranges of two different contexts is ambiguous and refused (never guessed).
 //
+// Contexts of the kernel path (rdma_sroce.ko, docs/kmod.md) are "mapped":
+// the module pins their MRs and the daemon maps the very pages from the
+// control channel, so their ranges are read and written with memcpy through
+// that mapping, never with process_vm_readv (there is no pid to name).
+//
 // Inline send data (IBV_SEND_INLINE) lives in the daemon, copied out of the
 // send ring: tag kLocalTag denotes daemon memory, only inside windows the
 // daemon itself opened with allow_local().
@@ -42,6 +47,12 @@ class ProcessMemory final : public MemoryAccess {
   explicit ProcessMemory(size_t max_tags = 65535);
 
   void attach(uint16_t tag, pid_t pid);
+  // A kernel-path context: only mapped ranges, no process.
+  void attach_mapped(uint16_t tag);
+  // Range [va, va + len) of a mapped context lives at `at` in the daemon;
+  // a range mapped read-only (`writable` false) refuses writes instead of
+  // faulting.
+  void add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable);
   void detach(uint16_t tag);  // forgets the pid and every range of the tag
   void add_range(uint16_t tag, uint64_t va, uint64_t len);
   void remove_range(uint16_t tag, uint64_t va, uint64_t len);
@@ -67,11 +78,20 @@ class ProcessMemory final : public MemoryAccess {
   struct Range {
     uint64_t va, len;
   };
+  struct MappedRange {
+    uint64_t va, len;
+    std::byte* at;
+    bool writable;
+  };
   struct Owner {
-    pid_t pid = 0;
+    pid_t pid = 0;  // kMappedPid for a kernel-path context
     std::vector<Range> ranges;  // sorted by va; may overlap
     uint64_t max_len = 0;
+    std::vector<MappedRange> maps;  // a mapped context's windows
   };
+  static constexpr pid_t kMappedPid = -1;
+  // Where [va, va + len) of a mapped owner lives in the daemon, or nullptr.
+  static std::byte* mapped_at(const Owner& o, uint64_t va, size_t len, bool write);
   struct GlobalRange {
     uint64_t va, len;
     uint16_t tag;

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "context.h"
+#include "kernel_channel.h"
 #include "memory.h"
 #include "sroce/engine/engine.h"
 
@@ -37,6 +38,7 @@ struct ServiceStats {
   uint64_t comp_events = 0;
   uint64_t async_events = 0;
   uint64_t event_drops = 0;     // event sockets full or closed
+  uint64_t gsi_dropped = 0;     // kernel path: QP1 MADs not carried (no GSI yet)
 };
 
 // What the service needs from the rest of the daemon.
@@ -46,6 +48,9 @@ struct ServiceEnv {
   const Config* config = nullptr;
   std::vector<Gid> gids;
   uint32_t netdev_mtu = 1500;
+  // Bytes a packet carries beyond IPv4 + UDP + BTH + the largest extension
+  // header + ICRC (72): the lossy-mode trailer when lossy mode is offered.
+  uint32_t extra_header_bytes = 0;
   std::string netdev;
   uint64_t node_guid = 0;
   // Registers / unregisters an fd with the loop; `key` comes back on events.
@@ -91,8 +96,17 @@ class Service {
   std::string contexts_json() const;
   std::string qps_json() const;
 
+  // The kernel path (service_kernel.cc, docs/kmod.md): serve the contexts
+  // of rdma_sroce.ko's device `ibdev` through its control channel, beside
+  // the socket.
+  Result<void> attach_kernel(const std::string& ibdev);
+  bool kernel_attached() const { return kchan_ != nullptr; }
+  size_t kernel_gid_count() const { return kchan_ ? kchan_->gid_count() : 0; }
+
   static constexpr uint64_t kKeySocket = 1;
   static constexpr uint64_t kKeyDoorbell = 2;
+  static constexpr uint64_t kKeyKernel = 3;          // the channel fd (ctx unused)
+  static constexpr uint64_t kKeyKernelDoorbell = 4;  // its doorbell eventfd
   static uint64_t key(uint64_t kind, uint32_t ctx) { return (kind << 32) | ctx; }
 
  private:
@@ -141,6 +155,27 @@ class Service {
 
   int fail(Context& c, const char* op, const Error& e);  // logs, returns -errno
 
+  // The kernel path (service_kernel.cc).
+  void on_kernel_ready(uint32_t events, Time now);
+  void on_kernel_request(uint32_t kctx, std::span<std::byte> msg, Time now);
+  void kernel_detach(const char* why);
+  int kernel_hello(uint32_t kctx, std::span<const std::byte> body, Reply& r);
+  // Maps region `m` of the channel into `out`.
+  int kernel_map(const sroce_kmap& m, int prot, SharedMemory& out);
+  // The extension of a kernel CREATE_CQ/SRQ (`ext` follows the request):
+  // checks the module laid the ring out as the daemon would, maps it.
+  int kernel_ring(std::span<const std::byte> ext, uint32_t size, uint32_t esz, SharedMemory& out);
+  // The same for CREATE_QP: SQ at 0, RQ at `sq_bytes` (none with an SRQ).
+  int kernel_qp_rings(std::span<const std::byte> ext, uint32_t sq_size, uint32_t sq_esz, uint32_t rq_size,
+                      uint32_t rq_esz, size_t sq_bytes, bool srq, SharedMemory& out);
+  // REG_MR: maps the pinned pages; `at` is where byte `length` of the MR
+  // starts ([addr, addr + length) lives at [at, at + length)).
+  int kernel_mr(std::span<const std::byte> ext, uint64_t length, SharedMemory& out, std::byte*& at, bool& writable);
+  // sgid_index of a kernel context's address vector: the kernel's table
+  // index in, the engine's GID index out (and back for QUERY_QP).
+  int kernel_sgid_in(uint8_t& index);
+  void kernel_sgid_out(uint8_t& index);
+
   // Rings (service_rings.cc).
   bool poll_send_ring(Context& c, QpObj& qp, Time now);
   bool poll_recv_ring(Context& c, QpObj& qp);
@@ -173,6 +208,8 @@ class Service {
   std::unordered_map<Qpn, uint32_t> qp_owner_;
   std::unordered_map<Handle, std::pair<uint32_t, uint32_t>> cq_owner_;   // engine cq -> (ctx, local)
   std::unordered_map<Handle, std::pair<uint32_t, uint32_t>> srq_owner_;  // engine srq -> (ctx, local)
+  std::unique_ptr<KernelChannel> kchan_;
+  std::unordered_map<uint32_t, uint32_t> kctx_;  // the module's context id -> ours
 
   Time now_{};  // the loop's clock at the last pass (for control-path engine calls)
   std::vector<Wc> wc_scratch_;

@@ -122,6 +122,14 @@ void Service::on_listen_ready(Time) {
 }
 
 void Service::on_fd_ready(uint64_t k, uint32_t events, Time now) {
+  if ((k >> 32) == kKeyKernel) {
+    on_kernel_ready(events, now);
+    return;
+  }
+  if ((k >> 32) == kKeyKernelDoorbell) {
+    if (kchan_) kchan_->drain_doorbell();  // the rings are polled every pass
+    return;
+  }
   uint32_t id = static_cast<uint32_t>(k);
   Context* c = find(id);
   if (!c) return;
@@ -345,8 +353,10 @@ int Service::op_query_port(std::span<const std::byte> body, Reply& r) {
   a.state = IBV_PORT_ACTIVE;
   a.max_mtu = IBV_MTU_4096;
   // The largest IB MTU whose packets (IPv4 20 + UDP 8 + BTH 12 + the largest
-  // extension header 28 + ICRC 4) fit the interface MTU.
-  uint32_t room = env_.netdev_mtu > 72 ? env_.netdev_mtu - 72 : 0;
+  // extension header 28 + ICRC 4, + the lossy trailer 28 when offered) fit
+  // the interface MTU.
+  const uint32_t overhead = 72 + env_.extra_header_bytes;
+  uint32_t room = env_.netdev_mtu > overhead ? env_.netdev_mtu - overhead : 0;
   uint32_t mtu = IBV_MTU_256;
   for (uint32_t m = IBV_MTU_4096; m >= IBV_MTU_256; --m) {
     if ((128u << m) <= room) {
@@ -401,13 +411,19 @@ void Service::close_context(uint32_t id, const char* why) {
   auto it = contexts_.find(id);
   if (it == contexts_.end()) return;
   Context& c = *it->second;
-  if (!c.refused) {
+  if (c.kernel) {
+    spdlog::info("context {}: kernel context {} {}: destroying {} objects", c.id, c.kctx, why, c.object_count());
+    ++stats_.contexts_closed;
+  } else if (!c.refused) {
     spdlog::info("context {}: pid {} {}: destroying {} objects", c.id, c.pid, why, c.object_count());
     ++stats_.contexts_closed;
   }
   destroy_objects(c);
-  env_.unwatch(c.sock);
-  close(c.sock);
+  if (c.kernel) kctx_.erase(c.kctx);
+  if (c.sock >= 0) {
+    env_.unwatch(c.sock);
+    close(c.sock);
+  }
   if (c.doorbell_fd >= 0) {
     env_.unwatch(c.doorbell_fd);
     close(c.doorbell_fd);
@@ -434,8 +450,9 @@ void Service::shutdown() {
   poll_completions();
   for (auto& [id, c] : contexts_) {
     if (!c->hello) continue;
-    // IBV_EVENT_DEVICE_FATAL: the element is unused (the device).
-    send_async_event(*c, 0, IBV_EVENT_DEVICE_FATAL);
+    // IBV_EVENT_DEVICE_FATAL: the element is unused (the device). The
+    // module reports it to kernel contexts itself when the channel closes.
+    if (!c->kernel) send_async_event(*c, 0, IBV_EVENT_DEVICE_FATAL);
     for (auto& [h, cq] : c->cqs) cq.ring.set_error();
     for (auto& [h, srq] : c->srqs) srq.ring.set_error();
     for (auto& [q, qp] : c->qps) {
@@ -446,6 +463,7 @@ void Service::shutdown() {
   std::vector<uint32_t> ids;
   for (auto& [id, c] : contexts_) ids.push_back(id);
   for (uint32_t id : ids) close_context(id, "daemon shutting down");
+  kernel_detach("daemon shutting down");
   if (listen_fd_ >= 0) {
     env_.unwatch(listen_fd_);
     close(listen_fd_);

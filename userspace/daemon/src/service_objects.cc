@@ -127,11 +127,21 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
     return -EINVAL;
   // ibv_reg_mr fails with EFAULT on memory the process does not have: probe
   // the first and last byte in the owner's address space.
-  std::byte probe;
-  iovec l{&probe, 1};
-  for (uint64_t a : {req.addr, req.addr + req.length - 1}) {
-    iovec rem{reinterpret_cast<void*>(a), 1};
-    if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
+  // On the kernel path the module pinned the pages already (EFAULT there)
+  // and the daemon maps them from the channel.
+  SharedMemory kmap;
+  std::byte* kat = nullptr;
+  bool kwritable = false;
+  if (c.kernel) {
+    int rc = kernel_mr(body.subspan(sizeof req), req.length, kmap, kat, kwritable);
+    if (rc != 0) return rc;
+  } else {
+    std::byte probe;
+    iovec l{&probe, 1};
+    for (uint64_t a : {req.addr, req.addr + req.length - 1}) {
+      iovec rem{reinterpret_cast<void*>(a), 1};
+      if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
+    }
   }
   auto keys = engine_reg_mr(engine_, pd->second.engine, ProcessMemory::tagged(c.tag, req.addr), req.addr,
                             req.length, req.access, req.iova);
@@ -142,7 +152,12 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
   m.addr = req.addr;
   m.length = req.length;
   m.access = req.access;
-  mem_.add_range(c.tag, req.addr, req.length);
+  if (c.kernel) {
+    m.kmap = std::move(kmap);
+    mem_.add_mapped_range(c.tag, req.addr, req.length, kat, kwritable);
+  } else {
+    mem_.add_range(c.tag, req.addr, req.length);
+  }
   auto& resp = r.as<sroce_reg_mr_resp>();
   resp.lkey = keys->lkey;
   resp.rkey = keys->rkey;
@@ -190,7 +205,8 @@ int Service::op_create_cq(Context& c, std::span<const std::byte> body, Reply& r)
   if (c.object_count() >= cfg_.control.max_objects_per_context) return -ENOMEM;
   if (req.cqe == 0 || req.cqe > cfg_.engine.max_cqe) return -EINVAL;
   ChannelObj* ch = nullptr;
-  if (req.channel) {
+  if (c.kernel && req.channel != SROCE_KCHANNEL) return -EINVAL;
+  if (req.channel && !c.kernel) {
     auto it = c.channels.find(req.channel);
     if (it == c.channels.end()) return -EINVAL;
     ch = &it->second;
@@ -198,7 +214,8 @@ int Service::op_create_cq(Context& c, std::span<const std::byte> body, Reply& r)
   uint32_t size = next_pow2(req.cqe);
   uint32_t esz = static_cast<uint32_t>(round_up(sizeof(sroce_cqe), 16));
   SharedMemory shm;
-  int rc = shm.create("sroce-cq", ShmRing::bytes_for(size, esz));
+  int rc = c.kernel ? kernel_ring(body.subspan(sizeof req), size, esz, shm)
+                    : shm.create("sroce-cq", ShmRing::bytes_for(size, esz));
   if (rc != 0) return rc;
   auto cq = engine_.create_cq(size);
   if (!cq) return fail(c, "create_cq", cq.error());
@@ -215,7 +232,7 @@ int Service::op_create_cq(Context& c, std::span<const std::byte> body, Reply& r)
   resp.handle = h;
   resp.cqe = size;
   resp.ring_bytes = o.shm.size();
-  r.add_fd(dup(o.shm.fd()));
+  if (!c.kernel) r.add_fd(dup(o.shm.fd()));
   return 0;
 }
 
@@ -248,7 +265,8 @@ int Service::op_create_srq(Context& c, std::span<const std::byte> body, Reply& r
   uint32_t size = next_pow2(req.max_wr);
   uint32_t esz = static_cast<uint32_t>(round_up(sizeof(sroce_recv_wqe) + req.max_sge * sizeof(sroce_sge), 16));
   SharedMemory shm;
-  int rc = shm.create("sroce-srq", ShmRing::bytes_for(size, esz));
+  int rc = c.kernel ? kernel_ring(body.subspan(sizeof req), size, esz, shm)
+                    : shm.create("sroce-srq", ShmRing::bytes_for(size, esz));
   if (rc != 0) return rc;
   SrqAttr attr;
   attr.max_wr = req.max_wr;
@@ -272,7 +290,7 @@ int Service::op_create_srq(Context& c, std::span<const std::byte> body, Reply& r
   resp.max_wr = req.max_wr;
   resp.max_sge = req.max_sge;
   resp.ring_bytes = o.shm.size();
-  r.add_fd(dup(o.shm.fd()));
+  if (!c.kernel) r.add_fd(dup(o.shm.fd()));
   return 0;
 }
 
@@ -384,7 +402,9 @@ int Service::op_create_qp(Context& c, std::span<const std::byte> body, Reply& r)
   size_t sq_bytes = round_up(ShmRing::bytes_for(sq_size, sq_esz), 64);
   size_t total = sq_bytes + (srq ? 0 : ShmRing::bytes_for(rq_size, rq_esz));
   SharedMemory shm;
-  int rc = shm.create("sroce-qp", total);
+  int rc = c.kernel ? kernel_qp_rings(body.subspan(sizeof req), sq_size, sq_esz, rq_size, rq_esz, sq_bytes,
+                                     srq != nullptr, shm)
+                    : shm.create("sroce-qp", total);
   if (rc != 0) return rc;
 
   QpInitAttr ia;
@@ -420,7 +440,7 @@ int Service::op_create_qp(Context& c, std::span<const std::byte> body, Reply& r)
   resp.ring_bytes = q.shm.size();
   resp.sq_offset = 0;
   resp.rq_offset = srq ? ~0ull : sq_bytes;
-  r.add_fd(dup(q.shm.fd()));
+  if (!c.kernel) r.add_fd(dup(q.shm.fd()));
   return 0;
 }
 

@@ -216,6 +216,17 @@ bool Service::poll_srq_ring(Context&, SrqObj& srq) {
 }
 
 void Service::send_comp_event(Context& c, CqObj& cq) {
+  if (c.kernel) {
+    // Every CQ of a kernel context has the kernel's completion channel:
+    // the module runs the CQ's handler (docs/kmod.md).
+    sroce_comp_event_desc d{cq.user_handle};
+    int rc = kchan_ ? kchan_->write_message(SROCE_KMSG_COMP_EVENT, 0, &d, sizeof d) : -ENODEV;
+    if (rc == 0)
+      ++stats_.comp_events;
+    else if (rc != -ENOENT)  // ENOENT: the CQ was destroyed meanwhile
+      ++stats_.event_drops;
+    return;
+  }
   auto ch = c.channels.find(cq.channel);
   if (ch == c.channels.end()) return;
   sroce_comp_event_desc d{cq.user_handle};
@@ -227,6 +238,15 @@ void Service::send_comp_event(Context& c, CqObj& cq) {
 }
 
 void Service::send_async_event(Context& c, uint64_t element, uint32_t type) {
+  if (c.kernel) {
+    sroce_async_event_desc d{element, type, 0};
+    int rc = kchan_ ? kchan_->write_message(SROCE_KMSG_ASYNC_EVENT, 0, &d, sizeof d) : -ENODEV;
+    if (rc == 0)
+      ++stats_.async_events;
+    else if (rc != -ENOENT)
+      ++stats_.event_drops;
+    return;
+  }
   if (c.async_fd < 0) return;
   sroce_async_event_desc d{element, type, 0};
   if (send(c.async_fd, &d, sizeof d, MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof d) {

@@ -1,4 +1,6 @@
 // JSON views of the service for SROCE_OP_STATS (`sroce status|qps`).
+#include <array>
+
 #include <nlohmann/json.hpp>
 
 #include "service.h"
@@ -72,6 +74,31 @@ std::string Service::qps_json() const {
         j["duplicates"] = st->duplicates;
         j["send_wqes_completed"] = st->send_wqes_completed;
         j["recv_wqes_completed"] = st->recv_wqes_completed;
+        // Lossy mode (docs/lossy.md): the mode this QP's requester runs in,
+        // its SACK/selective-repeat counters and one object per lane.
+        j["mode"] = to_string(st->mode);
+        j["sacks_sent"] = st->sacks_sent;
+        j["sacks_received"] = st->sacks_received;
+        j["selective_retransmits"] = st->selective_retransmits;
+        j["spurious_retransmits"] = st->spurious_retransmits;
+        j["trims_received"] = st->trims_received;
+        j["losses_detected"] = st->losses_detected;
+        j["max_reorder_depth"] = st->max_reorder_depth;
+        j["srtt_us"] = static_cast<double>(st->srtt_ps) / 1e6;
+        std::array<LaneStats, kMaxLanes> lanes;
+        const size_t n = engine_.lane_stats(qpn, lanes);
+        nlohmann::json la = nlohmann::json::array();
+        for (size_t i = 0; i < n; ++i) {
+          const LaneStats& l = lanes[i];
+          la.push_back({{"sport", l.src_port},
+                        {"active", l.active},
+                        {"tx_packets", l.tx_packets},
+                        {"retransmits", l.retransmits},
+                        {"naks", l.naks},
+                        {"losses_detected", l.losses_detected},
+                        {"srtt_us", static_cast<double>(l.srtt_ps) / 1e6}});
+        }
+        j["lanes"] = std::move(la);
       }
       a.push_back(std::move(j));
     }

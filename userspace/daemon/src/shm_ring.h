@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -56,6 +57,16 @@ class SharedMemory {
 
   // Returns 0 or -errno.
   int create(const char* name, size_t len);
+  // The kernel path: a region of rdma_sroce.ko's control channel (a ring,
+  // or an MR's pinned pages), mapped whole at its offset; no fd of its own.
+  int map(int chan_fd, uint64_t offset, size_t len, int prot) {
+    reset();
+    void* p = mmap(nullptr, len, prot, MAP_SHARED, chan_fd, static_cast<off_t>(offset));
+    if (p == MAP_FAILED) return -errno;
+    base_ = p;
+    len_ = len;
+    return 0;
+  }
   void reset() {
     if (base_) munmap(base_, len_);
     if (fd_ >= 0) close(fd_);

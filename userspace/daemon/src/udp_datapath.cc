@@ -97,8 +97,16 @@ Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs) {
   size_t cap = 1;
   while (cap < 2u * cfg_.max_tx_ports) cap <<= 1;
   port_hash_.assign(cap, -1);
-  ports_.resize(cfg_.max_tx_ports);
-  port_fd_.assign(cfg_.max_tx_ports, -1);
+  // One more slot past the table: the fallback lane, the well-known port's
+  // own socket, for packets whose source port has no socket (the table is
+  // full). They leave from port 4791 (one fabric path) instead of being
+  // dropped; tx_port_errors counts them. It is not in the hash nor in
+  // port_stats().
+  ports_.resize(cfg_.max_tx_ports + 1);
+  port_fd_.assign(cfg_.max_tx_ports + 1, -1);
+  fallback_port_ = static_cast<int>(cfg_.max_tx_ports);
+  ports_[fallback_port_].port = cfg_.port;
+  port_fd_[fallback_port_] = rx_fd_;
 
   rx_.resize(cfg_.rx_buffers);
   rx_ready_.assign(cfg_.rx_buffers, 0);
@@ -270,7 +278,7 @@ int UdpDatapath::find_tx_port(uint32_t src, uint16_t sport) {
 }
 
 int UdpDatapath::open_tx_port(uint32_t src, uint16_t sport) {
-  if (port_count_ >= ports_.size()) return -1;
+  if (port_count_ >= cfg_.max_tx_ports) return -1;
   int fd = -1;
   if (sport == cfg_.port) {
     fd = rx_fd_;
@@ -418,10 +426,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (pi < 0) pi = open_tx_port(key.src, key.sport);
   if (pi < 0) {  // table full: max_tx_ports distinct lanes already
     ++stats_.tx_port_errors;
-    ++stats_.tx_errors;
-    t.nsegs = 0;
-    t.len = 0;
-    return;
+    pi = fallback_port_;
   }
   t.key = key;
   t.seg = static_cast<uint32_t>(len);

@@ -135,6 +135,7 @@ class UdpDatapath final : public Datapath {
   std::vector<int> port_fd_;
   size_t port_count_ = 0;
   std::vector<int32_t> port_hash_;  // -1 empty, else index into ports_
+  int fallback_port_ = 0;  // ports_ index of the well-known port's entry (open_tx_port(0, port))
   std::vector<uint32_t> local_addrs_;
 
   DatapathStats stats_;
