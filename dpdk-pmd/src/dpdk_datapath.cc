@@ -219,7 +219,11 @@ void DpdkDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   a.sport = meta.src_port;
   a.dport = meta.dst_port;
   a.tos = meta.traffic_class;
-  a.ttl = meta.hop_limit;
+  // The host's TTL, not the AV's hop limit: the UDP datapath's kernel
+  // sockets send with the default TTL too, so both datapaths put the same
+  // wire on a routed fabric. (Unchanged programs such as ibv_rc_pingpong set
+  // hop_limit 1, which would die at the first router.)
+  a.ttl = kHostTtl;
   write_headers(data_of(m), a, static_cast<uint16_t>(len), ip_csum_offload_);
   m->data_len = static_cast<uint16_t>(kFrameHeaders + len);
   m->pkt_len = m->data_len;

@@ -55,6 +55,10 @@ struct RxFrame {
 // so it is not recomputed. Ethernet padding after the IP packet is ignored.
 RxVerdict parse_frame(std::span<const uint8_t> frame, uint16_t udp_port, bool ip_csum_checked, RxFrame& out);
 
+// IPv4 TTL of every frame: Linux's net.ipv4.ip_default_ttl default, what the
+// UDP datapath's sockets use.
+inline constexpr uint8_t kHostTtl = 64;
+
 struct TxAddr {
   MacAddr dst_mac, src_mac;
   uint32_t src = 0, dst = 0;  // host order

@@ -10,7 +10,12 @@ between h1 and h2, its RoCE packets cross the spines (the fabric's counters,
 both directions), and both daemons saw the QPs' traffic. `down` stops the
 daemons (no process, socket or namespace left).
 
-Needs root, build/bin/sroced and ibv_rc_pingpong; SKIP (77) otherwise."""
+With `--datapath dpdk` (or dpdk:af_packet: ctest fabric.sroced_dpdk) the
+daemons run the DPDK datapath on the hosts' eth0 (`up --datapath`, MTU 3000)
+and the same checks hold: the routed fabric carries DPDK's frames.
+
+Needs root, build/bin/sroced and ibv_rc_pingpong; SKIP (77) otherwise (and
+for a DPDK datapath, when sroced was built without DPDK)."""
 
 import json
 import os
@@ -72,9 +77,13 @@ def daemon_logs(f: Fabric) -> str:
     return "\n".join(out)
 
 
+DATAPATH = "udp"
+
+
 def test() -> None:
     require_binaries()
-    with Fabric("srd", "--sroced", hosts=2, spines=4) as f:
+    extra = ["--datapath", DATAPATH] if DATAPATH != "udp" else []
+    with Fabric("srd", "--sroced", *extra, hosts=2, spines=4) as f:
         try:
             socks, pids = across(f)
         except (CheckFailed, subprocess.TimeoutExpired) as e:
@@ -89,9 +98,45 @@ def test() -> None:
     check(not any(os.path.exists(s) for s in socks.values()), f"sockets left: {socks}")
 
 
+def pingpong(f: Fabric, port: int, iters: int, size: int) -> None:
+    """Debian's ibv_rc_pingpong -c between h2 (server) and h1 through sroce-run: both exit 0,
+    the server found the client's pattern in every page, both report iters x size each way.
+    Bounded by timeout(1) inside the host: a hung program fails the test (with both outputs)
+    well before ctest's own timeout."""
+    sroce_run = os.path.join(bin_dir(), "sroce-run")
+    args = ["timeout", "-k", "5", str(PROGRAM_TIMEOUT), sroce_run, "--",
+            "ibv_rc_pingpong", "-g", "0", "-p", str(port), "-s", str(size), "-n", str(iters), "-c"]
+    server = subprocess.Popen([tool(), "exec", "--name", f.name, "h2", "--", *args],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    f.procs.append(server)
+    deadline = time.monotonic() + 60
+    while True:
+        out = f.exec("h2", "ss", "-Hltn", f"sport = :{port}")
+        if out.strip():
+            break
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise CheckFailed(f"ibv_rc_pingpong server did not listen: {server.communicate()[0]}")
+        time.sleep(0.1)
+    client = run_tool("exec", "--name", f.name, "h1", "--", *args, f.addr("h2"),
+                      check_rc=False, timeout=PROGRAM_TIMEOUT + 30)
+    sout = server.communicate(timeout=PROGRAM_TIMEOUT + 30)[0]
+    both = f"--- client:\n{client.stdout}{client.stderr}\n--- server:\n{sout}"
+    check(client.returncode == 0 and server.returncode == 0,
+          f"ibv_rc_pingpong: client exit {client.returncode}, server {server.returncode}\n"
+          f"{both}")
+    # -c: the client sends a pattern (the first byte of every page); at the
+    # end the server checks it in its receive buffer and prints "invalid data
+    # in page N" for a page without it (its exit status stays 0).
+    check("invalid data" not in sout, f"the server found invalid data\n{both}")
+    # Each iteration moves a message each way.
+    for who, text in (("client", client.stdout), ("server", sout)):
+        check(f"\n{iters} iters in" in text and f"\n{iters * size * 2} bytes in" in text,
+              f"{who} did not report {iters} iterations of {size} bytes\n{both}")
+
+
 def across(f: Fabric) -> tuple[dict, dict]:
     """Everything inside the fabric; returns the daemons' sockets and pids."""
-    sroce_run = os.path.join(bin_dir(), "sroce-run")
     st = f.state()
     socks = st.get("sroced", {})
     check(set(socks) == {"h1", "h2"}, f"journal lists sockets {socks}, expected h1 and h2")
@@ -117,38 +162,7 @@ def across(f: Fabric) -> tuple[dict, dict]:
 
     before = {leaf: roce_from(f, leaf) for leaf in ("l1", "l2")}
     engine0 = {h: daemon_stats(f, h)["engine"] for h in ("h1", "h2")}
-    h2 = f.addr("h2")
-    # Bounded by timeout(1) inside the host: a hung program fails the test
-    # (with both outputs) well before ctest's own timeout.
-    args = ["timeout", "-k", "5", str(PROGRAM_TIMEOUT), sroce_run, "--",
-            "ibv_rc_pingpong", "-g", "0", "-p", str(PORT), "-s", "65536", "-n", "100", "-c"]
-    server = subprocess.Popen([tool(), "exec", "--name", f.name, "h2", "--", *args],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    f.procs.append(server)
-    deadline = time.monotonic() + 60
-    while True:
-        out = f.exec("h2", "ss", "-Hltn", f"sport = :{PORT}")
-        if out.strip():
-            break
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            raise CheckFailed(f"ibv_rc_pingpong server did not listen: {server.communicate()[0]}")
-        time.sleep(0.1)
-    client = run_tool("exec", "--name", f.name, "h1", "--", *args, h2,
-                      check_rc=False, timeout=120)
-    sout = server.communicate(timeout=120)[0]
-    both = f"--- client:\n{client.stdout}{client.stderr}\n--- server:\n{sout}"
-    check(client.returncode == 0 and server.returncode == 0,
-          f"ibv_rc_pingpong: client exit {client.returncode}, server {server.returncode}\n"
-          f"{both}")
-    # -c: the client sends a pattern (the first byte of every page); at the
-    # end the server checks it in its receive buffer and prints "invalid data
-    # in page N" for a page without it (its exit status stays 0).
-    check("invalid data" not in sout, f"the server found invalid data\n{both}")
-    # Each iteration moves a message each way: 2 * 100 * 64 KiB bytes.
-    for who, text in (("client", client.stdout), ("server", sout)):
-        check("\n100 iters in" in text and "\n13107200 bytes in" in text,
-              f"{who} did not report 100 iterations of 64 KiB\n{both}")
+    pingpong(f, PORT, iters=100, size=65536)
 
     # Across the fabric: 100 messages of 64 KiB at MTU 1024 (the example's
     # default) are 6400 request packets each way, crossing the spines.
@@ -168,4 +182,8 @@ def across(f: Fabric) -> tuple[dict, dict]:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--datapath":
+        DATAPATH = sys.argv[2]
+    elif len(sys.argv) != 1:
+        sys.exit("usage: test_sroced.py [--datapath udp|dpdk|dpdk:af_packet]")
     main(test)

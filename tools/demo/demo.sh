@@ -154,7 +154,7 @@ run_for 180 "$bin/sroce-fabric" up --name "$name" --hosts 2 --spines 4 --sroced 
 up_rc=$?
 cat "$work/up.txt"
 [ "$up_rc" -eq 0 ] || die "sroce-fabric up failed"
-grep -q "sroced running on 2 hosts" "$work/up.txt" || die "sroced did not start on both hosts"
+grep -qE "sroced (\([a-z:_]+ datapath\) )?running on 2 hosts" "$work/up.txt" || die "sroced did not start on both hosts"
 for h in h1 h2; do
   run_for 30 "$bin/sroce-fabric" addr --name "$name" "$h" >"$work/addr-$h" ||
     die "no address for $h"

@@ -72,7 +72,8 @@ def main() -> int:
     h1, h2 = (read(work, "addrs").split() + ["?", "?"])[:2]
     lines = [f"fabric   h1 {h1} and h2 {h2}, each on its own leaf, 4 spines between the leaves;",
              "         Linux multipath hashes the UDP 5-tuple, so one UDP source port (a sroce",
-             "         lane) keeps one spine. One sroced per host; every program below is",
+             "         lane) keeps one spine; a QP in lossy mode sprays its packets over",
+             "         8 lanes (docs/lossy.md). One sroced per host; every program below is",
              "         Debian's own binary, run with `sroce-fabric exec HOST -- sroce-run -- ...`",
              "         (server on h2, client on h1).", ""]
     try:
@@ -117,14 +118,15 @@ def main() -> int:
             if used > 1:
                 lines.append(f"    -> the 4 QPs' requests crossed {used} of 4 spines at once")
             elif used == 1:
-                lines.append("    -> all 4 QPs hashed to one spine this time (each QP is one "
-                             "lane, one UDP source port, drawn at random per run)")
+                lines.append("    -> all 4 QPs' lanes hashed to one spine this time (lanes are "
+                             "UDP source ports drawn at random per QP)")
             else:
                 ok = False
                 lines.append("    -> no RoCE packets crossed the spines: something is wrong")
         else:
-            lines.append(f"    -> one QP, one lane (one UDP source port): h1's packets stayed "
-                         f"on {used} spine{'s' if used != 1 else ''}")
+            lines.append(f"    -> one QP: its lanes (UDP source ports) carried h1's packets over "
+                         f"{used} spine{'s' if used != 1 else ''} (compatible mode: one port, one "
+                         "spine)")
 
     for h in ("h1", "h2"):
         lines += ["", f"sroce qps on {h} (sampled while ib_write_bw ran):"]

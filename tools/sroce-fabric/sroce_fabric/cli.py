@@ -1,6 +1,7 @@
 """sroce-fabric: hosts and a multipath leaf/spine fabric on one machine.
 
   sroce-fabric up [--hosts N] [--spines S] [--rate R] [--delay D] [--loss P] [--name PREFIX]
+                  [--sroced [--datapath udp|dpdk|dpdk:af_packet]]
   sroce-fabric exec HOST -- CMD...          (with up --sroced: SROCE_SOCKET is HOST's daemon)
   sroce-fabric impair LINK [--loss P] [--ce P] [--rate R] [--delay D] [down|up|clear]
   sroce-fabric addr HOST
@@ -18,6 +19,10 @@ import sys
 from . import fabric, impair, netns, sroced, status
 from .state import RunDir, run_root
 from .topology import TopologyError
+
+# The MTU with --datapath dpdk: veth runs XDP only on frames of one page, and
+# DPDK's mbufs without hugepages hold RoCE MTU 2048 (docs/dpdk.md).
+DPDK_MTU = 3000
 
 
 def _percent(what: str):
@@ -50,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="random loss %% of every leaf-spine link direction")
     p.add_argument("--ce", type=_percent("--ce"), default=0.0,
                    help="random CE-mark %% of every leaf-spine link direction")
-    p.add_argument("--mtu", type=int, default=fabric.DEFAULT_MTU,
-                   help="MTU of every veth (default %(default)s: RoCE MTU 4096 fits)")
+    p.add_argument("--mtu", type=int, default=None,
+                   help=f"MTU of every veth (default {fabric.DEFAULT_MTU}: RoCE MTU 4096 fits; "
+                   f"{DPDK_MTU} with --datapath dpdk: XDP on veth takes frames of one page)")
     p.add_argument("--keep-gso", action="store_true",
                    help="let routers forward GSO batches whole (faster; loss and counters "
                    "then act per batch)")
@@ -60,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
                    "by default so a source port takes the same spine on every run")
     p.add_argument("--sroced", action="store_true",
                    help="start sroced on every host (exec then sets SROCE_SOCKET to its socket)")
+    p.add_argument("--datapath", default="udp", choices=sroced.DATAPATHS,
+                   help="sroced's datapath with --sroced: the UDP sockets (default) or DPDK "
+                   "(af_xdp vdev, or dpdk:af_packet) on each host's eth0")
 
     sub.add_parser("down", parents=[common], help="remove the fabric and everything it started")
 
@@ -95,12 +104,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_up(a) -> int:
     base = impair.Impairment(loss=a.loss, ce=a.ce, rate=a.rate, queue=a.queue, delay=a.delay)
+    if a.mtu is None:
+        a.mtu = DPDK_MTU if a.datapath.startswith("dpdk") else fabric.DEFAULT_MTU
+    elif a.datapath.startswith("dpdk") and a.mtu > DPDK_MTU:
+        raise ValueError(f"--mtu {a.mtu} with --datapath {a.datapath}: at most {DPDK_MTU} (an XDP "
+                         "program on veth takes frames that fit one page, and the af_xdp and "
+                         "af_packet vdevs run without hugepages: docs/dpdk.md)")
     if a.mtu < 1280 or a.mtu > 65535:
         raise ValueError(f"--mtu {a.mtu}: expected 1280..65535")
     if not 0 <= a.hash_seed < 1 << 32:
         raise ValueError(f"--hash-seed {a.hash_seed}: expected a 32-bit value")
+    if a.datapath != "udp" and not a.sroced:
+        raise ValueError(f"--datapath {a.datapath} needs --sroced")
     return fabric.up(a.name, a.hosts, a.spines, a.hosts_per_leaf, a.mtu, a.keep_gso, base,
-                     a.sroced, a.hash_seed)
+                     a.sroced, a.hash_seed, a.datapath)
 
 
 def _cmd_impair(a) -> int:

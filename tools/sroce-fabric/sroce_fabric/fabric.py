@@ -136,7 +136,8 @@ def _raise_on_signal(signum, _frame):
 
 
 def up(prefix: str, hosts: int, spines: int, hosts_per_leaf: int, mtu: int, keep_gso: bool,
-       base: impair.Impairment, start_sroced: bool, hash_seed: int = DEFAULT_HASH_SEED) -> int:
+       base: impair.Impairment, start_sroced: bool, hash_seed: int = DEFAULT_HASH_SEED,
+       datapath: str = "udp") -> int:
     topo = Topology(prefix, hosts, spines, hosts_per_leaf)
     base.validate()
     obj = bpf_object()
@@ -171,7 +172,7 @@ def up(prefix: str, hosts: int, spines: int, hosts_per_leaf: int, mtu: int, keep
                 # up's --rate/--delay/--loss/--ce: every leaf-spine direction.
                 apply_impairments(topo, rd, state, topo.resolve_links("l*-s*"), base)
             if start_sroced:
-                sroced.start_all(topo, rd, state)
+                sroced.start_all(topo, rd, state, datapath)
             state["status"] = "up"
             rd.save(state)
         except BaseException as e:

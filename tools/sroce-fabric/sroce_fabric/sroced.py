@@ -14,7 +14,13 @@ IBV_EVENT_DEVICE_FATAL and removes its socket) even after a failed `up`.
 Environment: SROCE_FABRIC_SROCED overrides the binary; SROCE_FABRIC_SROCED_ARGS
 adds arguments (split like a shell would); SROCE_FABRIC_SROCED_CONFIG is the
 daemon's TOML file (default /dev/null: the documented defaults, whatever
-/etc/sroce/sroced.toml says, so a fabric behaves the same on every machine)."""
+/etc/sroce/sroced.toml says, so a fabric behaves the same on every machine).
+
+`up --sroced --datapath dpdk[:VDEV]` runs the daemons on the DPDK datapath
+(docs/dpdk.md): the af_xdp vdev (default; an XDP program steers UDP 4791 to
+it, the kernel keeps ARP/ND) or af_packet on the host's eth0, without
+hugepages, polling every 1 ms when idle so that two daemons and the programs
+share a small machine."""
 
 from __future__ import annotations
 
@@ -46,7 +52,23 @@ def socket_path(run_dir: str, host: str) -> str:
     return os.path.join(run_dir, f"sroced-{host}.sock")
 
 
-def sroced_argv(binary: str, topo: Topology, host: str, sock: str) -> list[str]:
+DATAPATHS = ("udp", "dpdk", "dpdk:af_xdp", "dpdk:af_packet")
+
+
+def datapath_args(datapath: str) -> list[str]:
+    """sroced --set options selecting `datapath` (one of DATAPATHS)."""
+    if datapath not in DATAPATHS:
+        raise ValueError(f"--datapath {datapath!r}: expected one of {', '.join(DATAPATHS)}")
+    if datapath == "udp":
+        return []
+    vdev = datapath.partition(":")[2] or "af_xdp"
+    sets = ['datapath.kind="dpdk"', f'dpdk.vdev="{vdev}"', "dpdk.sleep_poll_us=1000",
+            "dpdk.memory_mb=128", "dpdk.mbufs=8191"]
+    return [a for s in sets for a in ("--set", s)]
+
+
+def sroced_argv(binary: str, topo: Topology, host: str, sock: str,
+                datapath: str = "udp") -> list[str]:
     """The daemon's command line on `host`: its GIDs are the addresses of the
     host's only interface; its control socket is `sock`. Extra flags come from
     SROCE_FABRIC_SROCED_ARGS. The environment also carries SROCE_FABRIC_HOST
@@ -54,6 +76,7 @@ def sroced_argv(binary: str, topo: Topology, host: str, sock: str) -> list[str]:
     topo.host(host)  # raises TopologyError for a name that is not a host
     config = os.environ.get("SROCE_FABRIC_SROCED_CONFIG") or "/dev/null"
     return ([binary, "--config", config, "--netdev", HOST_IF, "--socket", sock]
+            + datapath_args(datapath)
             + shlex.split(os.environ.get("SROCE_FABRIC_SROCED_ARGS", "")))
 
 
@@ -88,7 +111,7 @@ def _log_tail(path: str, lines: int = 6) -> str:
     return "".join("\n  " + t.rstrip("\n") for t in tail)
 
 
-def start_all(topo: Topology, rd, state: dict) -> bool:
+def start_all(topo: Topology, rd, state: dict, datapath: str = "udp") -> bool:
     binary = sroced_path()
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         print(f"sroce-fabric: --sroced: no sroced at {binary or '(SROCE_FABRIC_BIN_DIR unset)'}; "
@@ -101,12 +124,13 @@ def start_all(topo: Topology, rd, state: dict) -> bool:
         raise RuntimeError(f"sroced socket path {too_long[0]} is longer than {MAX_SOCKET_PATH} "
                            "bytes; use a shorter SROCE_FABRIC_RUN_DIR or --name")
     state["sroced"] = socks
+    state["sroced_datapath"] = datapath
     rd.save(state)
     procs = {}
     for node in hosts:
         log = open(rd.file(f"sroced-{node.name}.log"), "ab")
         argv = netns.ns_exec_argv(node.netns,
-                                  sroced_argv(binary, topo, node.name, socks[node.name]))
+                                  sroced_argv(binary, topo, node.name, socks[node.name], datapath))
         env = dict(os.environ, SROCE_FABRIC_HOST=node.name, SROCE_FABRIC_PREFIX=topo.prefix)
         p = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
                              start_new_session=True)
@@ -131,5 +155,6 @@ def start_all(topo: Topology, rd, state: dict) -> bool:
                                + _log_tail(rd.file(f"sroced-{h}.log")))
         if waiting:
             time.sleep(0.05)
-    print(f"sroce-fabric: sroced running on {len(procs)} hosts (sockets and logs in {rd.path})")
+    print(f"sroce-fabric: sroced ({datapath} datapath) running on {len(procs)} hosts "
+          f"(sockets and logs in {rd.path})")
     return True
