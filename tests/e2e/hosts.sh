@@ -31,20 +31,8 @@ start_daemon() {  # HOST
   return 1
 }
 
-stop_daemon() {  # HOST SIGNAL
-  local pid
-  pid=$(cat "$state/$1.pid" 2>/dev/null) || return 0
-  kill "-$2" "$pid" 2>/dev/null
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-  kill -9 "$pid" 2>/dev/null
-  rm -f "$state/$1.pid"
-}
-
-down() {
-  for h in h1 h2; do stop_daemon "$h" TERM; done
-  for h in h1 h2; do ip netns del "$(ns "$h")" 2>/dev/null; done
-  return 0
-}
+# stop_daemon HOST SIGNAL, down
+. "$(dirname "$(readlink -f "$0")")/../lib/netns_hosts.sh"
 
 case $cmd in
   up)
