@@ -231,7 +231,11 @@ checks=$((checks + p + f)); fails=$((fails + f))
 echo "== sroced hangs"
 start_kmock --dev sroce0 --hang
 run_checks kverbs timeout sroce0 2
-run_checks kverbs killwait
+# The waiter must leave on SIGKILL, long before the (raised) call timeout would end it;
+# the bound leaves room for an ASan process's exit under TCG.
+echo 30000 >/sys/module/rdma_sroce/parameters/call_timeout_ms
+run_checks kverbs killwait sroce0 5
+echo 2000 >/sys/module/rdma_sroce/parameters/call_timeout_ms
 stop_kmock >/dev/null
 
 echo "== device removal under an attached daemon"
@@ -270,6 +274,15 @@ expect "rdma link add sroce2 in h2" $IP netns exec h2 rdma link add sroce2 type 
 start_kmock --dev sroce1 --dev sroce2 --wire
 wait_for 5 sh -c 'grep -q "ffff:0a01:0002" /sys/class/infiniband/sroce2/ports/1/gids/*'
 wait_for 5 sh -c 'grep -q "^fd01" /sys/class/infiniband/sroce2/ports/1/gids/*'
+# Neighbour discovery sends no solicitation while the link-local address is still
+# tentative (RFC 4862 DAD, ~1-2 s after link up), and ib_umad's AH resolution gives up
+# after 1 s: wait until both ends are past DAD, as a real host would be.
+dad_done() { # netns dev: a link-local address exists and none is tentative
+	$IP -n "$1" -6 addr show dev "$2" scope link | grep -q inet6 &&
+		! $IP -n "$1" -6 addr show dev "$2" tentative | grep -q inet6
+}
+{ wait_for 10 dad_done h1 veth2 && wait_for 10 dad_done h2 veth3; } ||
+	fail "IPv6 DAD still running on the GSI veth pair"
 run_checks kmad sroce1 sroce2 v4
 run_checks kmad sroce1 sroce2 v6
 stop_kmock
