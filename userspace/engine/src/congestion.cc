@@ -119,7 +119,10 @@ bool cc_may_send(Engine::Impl& e, Qp& qp, Time now) {
 bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp) {
   if (!e.cc_.on || !has_controller(qp)) return false;
   if (qp.lossy.tx && qp.lossy.rtx_count > 0) return false;
-  return inflight_bytes(qp) == 0 && psn_diff(qp.high_psn, qp.req_psn) <= 0;
+  // Only the WQE being sent is outstanding (none sent in full awaits its
+  // ACK or READ/atomic response) and every PSN of it sent is acknowledged.
+  return qp.sq_head == qp.sq_next && qp.rd_atomic_inflight == 0 && inflight_bytes(qp) == 0 &&
+         psn_diff(qp.high_psn, qp.req_psn) <= 0;
 }
 
 bool cc_want_ack(Engine::Impl& e, Qp& qp) {

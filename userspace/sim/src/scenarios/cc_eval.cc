@@ -9,7 +9,8 @@
 //   sb_flag=0.125                            Odin's shared-buffer flag level (of buffer)
 //   trim=0                                   lossy runs: switch trimming
 //   incast:    fanin=15 bytes=524288
-//   alltoall:  bytes=1048576 (per source, split over the others) skew=0
+//   alltoall:  bytes=4194304 (per source, split over the others) skew=1 (Zipf-like
+//              toward a few hot receivers, as MoE dispatch; 0 = uniform)
 //   websearch / fbhdp: load=0.5 duration_us=300 drain_us=2000
 //   warmup=1 (lossy runs): one 4 KiB flow per host pair at t=0 so that every QP
 //   has negotiated lossy mode before the measured flows start at warmup_us=40.
@@ -131,7 +132,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
       srcs.push_back(1 + static_cast<uint32_t>(uint64_t{i} * (nhosts - 1) / fanin));
     specs = incast_flows(srcs, 0, opt.param_u64("bytes", 512u << 10));
   } else if (traffic == "alltoall") {
-    specs = all_to_all_flows(nhosts, opt.param_u64("bytes", 1u << 20), opt.param_f64("skew", 0),
+    // MoE dispatch: skewed toward popular experts by default (skew=0: uniform).
+    specs = all_to_all_flows(nhosts, opt.param_u64("bytes", 4u << 20), opt.param_f64("skew", 1),
                              trng);
   } else if (traffic == "permutation") {
     specs = permutation_flows(nhosts, opt.param_u64("bytes", 1u << 20), trng);
