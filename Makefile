@@ -5,7 +5,8 @@
 #   make test       release + ASan/UBSan builds, the whole suite, bounded fuzzing
 #   make demo       the main job on its embedded default (demo-sim: in the simulator)
 #   make bench      engine benchmark (JSON summary line); bench-e2e: perftest across
-#                   sroced vs raw UDP; bench-ebpf: telemetry overhead
+#                   sroced vs raw UDP; bench-ebpf: telemetry overhead; bench-cc:
+#                   congestion control scenarios at full size (docs/results/cc.md)
 #   make test-e2e   only the end-to-end tests (unchanged ibv_*/perftest across sroced)
 #   make kmod       the kernel module; make test-vm: its tests under qemu
 #   make defconfig / menuconfig   Kconfig feature switches (.config)
@@ -76,6 +77,22 @@ bench: build
 
 # Unchanged perftest across sroced on the namespace fabric beside the raw UDP
 # path of the same fabric (JSON summary line; docs/demo.md).
+# Congestion control at full size (docs/results/cc.md): DCQCN, HPCC, Odin,
+# delay-based and no CC, lossless and lossy, on a 32-host leaf-spine; one
+# JSON summary line per scenario on stdout (progress on stderr).
+.PHONY: bench-cc
+BENCH_CC_ARGS ?=
+BENCH_CC_FABRIC = --set hosts=32 --set hosts_per_leaf=8
+bench-cc: build
+	$(BUILD)/bin/sroce-sim run cc-incast --json --quiet $(BENCH_CC_FABRIC) --set fanin=31 \
+		--set bytes=2097152 $(BENCH_CC_ARGS)
+	$(BUILD)/bin/sroce-sim run cc-alltoall --json --quiet $(BENCH_CC_FABRIC) --set skew=1 \
+		--set bytes=4194304 $(BENCH_CC_ARGS)
+	$(BUILD)/bin/sroce-sim run cc-websearch --json --quiet $(BENCH_CC_FABRIC) --set load=0.5 \
+		--set duration_us=1000 $(BENCH_CC_ARGS)
+	$(BUILD)/bin/sroce-sim run cc-fbhdp --json --quiet $(BENCH_CC_FABRIC) --set load=0.5 \
+		--set duration_us=1000 $(BENCH_CC_ARGS)
+
 bench-e2e: build
 	/usr/bin/python3 tools/bench/bench_e2e.py --build $(BUILD) $(BENCH_E2E_ARGS)
 

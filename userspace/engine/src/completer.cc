@@ -56,6 +56,7 @@ static void retire_head(Engine::Impl& e, Qp& qp) {
 // a NAK or a response at psn + 1). Completes WQEs in order (IBA 10.8).
 void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
   bool progress = false;
+  const uint32_t acked_before = qp.acked_psn;
   if (psn_diff(psn, qp.acked_psn) > 0 && psn_diff(psn, qp.high_psn) < 0) {
     qp.acked_psn = psn;
     progress = true;
@@ -90,7 +91,10 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
     retire_head(*this, qp);
     progress = true;
   }
-  if (progress && qp.state != QpState::kErr) comp_progress(qp, now);
+  if (progress && qp.state != QpState::kErr) {
+    cc_on_acked(*this, qp, acked_before, now);  // congestion.h
+    comp_progress(qp, now);
+  }
 }
 
 // Retransmit from `psn` (NAK sequence error, implied NAK, timeout), counted
@@ -130,9 +134,11 @@ void Engine::Impl::comp_on_timer(Qp& qp, Time now) {
   if (qp.retx_deadline <= now) {
     qp.retx_deadline = Time::never();
     if (!outstanding(qp)) return;
+    if (cc_nothing_in_flight(*this, qp)) return;  // congestion.h: paced, not lost
     // IBA 9.7 (local ACK timeout): go back to the oldest unacknowledged PSN.
     ++qp.stats.timeouts;
     ++stats_.timeouts;
+    cc_on_loss(*this, qp, cc::LossKind::kTimeout, now);
     // Lossy mode resends only what the receiver has not SACKed, with
     // exponential backoff (docs/lossy.md); compatible mode goes back N.
     if (qp.lossy.tx) return lossy_on_rto(qp, now);
@@ -192,6 +198,7 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
           case SROCE_NAK_PSN_SEQ_ERR:
             // IBA 9.7: go back to the PSN the responder expects.
             ++qp.stats.seq_naks_received;
+            cc_on_loss(*this, qp, cc::LossKind::kNak, now);
             comp_retry(qp, psn, now, true);
             return;
           case SROCE_NAK_INVALID_REQ:

@@ -164,6 +164,9 @@ class Engine::Impl {
 
   // ======================= state =======================
   EngineConfig cfg_;
+  // Congestion control (congestion.h): after cfg_ (built from it), before
+  // qps_ (the QPs' controllers hold its NicState and outlive nothing of it).
+  eng::CcEngine cc_{cfg_};
   std::vector<Gid> gids_;
   MemoryAccess& mem_;
   EngineStats stats_;

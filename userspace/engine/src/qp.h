@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "congestion.h"
 #include "objects.h"
 #include "sroce/engine/engine.h"
 #include "sroce/engine/types.h"
@@ -271,6 +272,7 @@ struct Qp {
   uint32_t slot = kNone;  // own slot in the QP table
 
   Lossy lossy;
+  CcQp cc;  // congestion control (congestion.h)
   QpStats stats;
 
   bool is_rc() const { return type == QpType::kRc; }

@@ -81,6 +81,7 @@ void Engine::Impl::qp_to_error(Qp& qp) {
   if (qp.state == QpState::kErr) return;
   qp.state = QpState::kErr;
   qp.attr.qp_state = QpState::kErr;
+  cc_qp_stop(*this, qp);
   flush_sq(qp);
   flush_rq(qp);
   qp.in_msg = InMsg::kNone;
@@ -138,6 +139,7 @@ void Engine::Impl::reset_qp_state(Qp& qp) {
   qp.comm_est_sent = false;
   lossy_reset_tx(qp);
   lossy_reset_rx(qp);
+  cc_qp_stop(*this, qp);
   qp.stats.mode = QpMode::kCompatible;
 }
 

@@ -188,6 +188,7 @@ Result<Qpn> Engine::Impl::create_qp(Handle pd, const QpInitAttr& a) {
     qp.lossy.txw.assign(kLossyWindow, TxSlot{});
     qp.lossy.rxs.assign(kLossyWindow, RxSlot{});
   }
+  cc_qp_create(*this, qp);
   qp.mtu = qp.is_ud() ? mtu_max_ : 1024;
   qp.src_port = static_cast<uint16_t>(0xc000 | (mix64(cfg_.seed ^ qp.qpn) & 0x3fff));
   qp.attr.cap = qp.cap;
@@ -205,6 +206,7 @@ Result<void> Engine::Impl::destroy_qp(Qpn qpn) {
   Qp& qp = qps_[s];
   unsched(qp);
   timer_remove(qp);
+  cc_qp_stop(*this, qp);
   --pds_[qp.pd].refs;
   --cqs_[qp.send_cq].refs;
   --cqs_[qp.recv_cq].refs;
@@ -362,6 +364,7 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
         qp.retry_left = q.retry_cnt;
         qp.rnr_left = q.rnr_retry;
         lossy_reset_tx(qp);
+        cc_qp_start(*this, qp, now);
       }
       qp.state = QpState::kRts;
       if (cur == QpState::kSqe) {

@@ -57,6 +57,7 @@ void on_trimmed(Engine::Impl& e, const uint8_t* buf, size_t len, Time now, Drop&
 void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMeta& meta, Time now) {
   last_now_ = now;
   ++stats_.rx_packets;
+  CcRxScope cc_scope(cc_, meta);
   const auto* buf = reinterpret_cast<const uint8_t*>(payload.data());
   const size_t len = payload.size();
   auto drop = [&](RxDropReason r, Qp* qp) {
@@ -90,8 +91,11 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
       return drop(kRxDropBadIcrc, nullptr);
     }
   }
-  if ((pkt.bth.opcode & SROCE_TRANSPORT_MASK) == SROCE_TRANSPORT_CNP)
+  // Annex A17.9.3: a CNP goes to congestion control (congestion.h).
+  if ((pkt.bth.opcode & SROCE_TRANSPORT_MASK) == SROCE_TRANSPORT_CNP) {
+    if (cc_on_cnp(*this, pkt, now)) return;
     return drop(kRxDropCnp, nullptr);
+  }
 
   const uint32_t s = qp_slot(pkt.bth.dqpn);
   if (s == kNone) {
@@ -130,6 +134,7 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
     }
     comp_on_response(qp, pkt, now);
   } else if (ext) {
+    cc_on_request(*this, qp, meta, now);  // notification point, INT echo
     if (qp.state == QpState::kRtr && !qp.comm_est_sent) {
       qp.comm_est_sent = true;
       raise(AsyncEventType::kCommEst, qp.qpn);
@@ -144,6 +149,7 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
       qp.comm_est_sent = true;
       raise(AsyncEventType::kCommEst, qp.qpn);
     }
+    cc_on_request(*this, qp, meta, now);  // notification point, INT echo
     resp_on_request(qp, pkt, meta, now);
   }
 }

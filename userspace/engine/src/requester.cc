@@ -238,7 +238,8 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   if (rc) {
     // IBA 9.2 / 9.7: AckReq on the last packet of a message, and periodically
     // so that a responder that only answers AckReq keeps the window moving.
-    bth.ack_req = wqe_sent || ++qp.pkts_since_ackreq >= cfg_.ack_every;
+    bth.ack_req = wqe_sent || ++qp.pkts_since_ackreq >= cfg_.ack_every ||
+                  cc_want_ack(*this, qp);  // congestion.h: feedback per packet
     if (bth.ack_req) qp.pkts_since_ackreq = 0;
   }
   bth.pad = static_cast<uint8_t>((4 - (payload & 3)) & 3);
@@ -286,6 +287,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   }
   const size_t len = finish_packet(out, hdr, payload, meta, lossy ? trailer : nullptr);
   if (lossy) lossy_on_sent(qp, bth.psn, lane, resend, now);
+  if (rc) cc_on_sent(*this, qp, bth.psn, payload, len, resend, meta, now);
 
   if (rc) {
     if (psn_diff(psn, qp.high_psn) < 0) {

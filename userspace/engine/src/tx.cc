@@ -133,7 +133,11 @@ std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Ti
   while (resp_head_ != kNone) {
     Qp& qp = qps_[resp_head_];
     unlink_resp(*this, qp);
-    const size_t n = resp_build(qp, buf, tx.meta);
+    size_t n = cc_build_cnp(*this, qp, buf, tx.meta);  // congestion.h: a CNP first
+    if (n == 0) {
+      n = resp_build(qp, buf, tx.meta);
+      if (n != 0) cc_on_response_built(*this, qp, buf, tx.meta);
+    }
     if (n == 0) continue;
     if (qp.resp_has_output() || (qp.ack_pending && qp.ack_final)) sched_resp(qp);
     ++stats_.tx_packets;
@@ -145,6 +149,7 @@ std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Ti
   while (req_head_ != kNone) {
     Qp& qp = qps_[req_head_];
     unlink_req(*this, qp);
+    if (!cc_may_send(*this, qp, now)) continue;  // window or pacing (congestion.h)
     const size_t n = req_build(qp, buf, tx.meta, now);
     if (n == 0) continue;
     sched_req(qp);  // round-robin: back to the tail while it has work
@@ -162,6 +167,7 @@ Time Engine::Impl::qp_deadline(const Qp& qp) const {
   Time t = qp.retx_deadline;
   if (qp.rnr_wait && qp.rnr_deadline < t) t = qp.rnr_deadline;
   if (qp.lossy.gap_deadline < t) t = qp.lossy.gap_deadline;
+  if (const Time c = cc_deadline(qp); c < t) t = c;
   return t;
 }
 
@@ -235,6 +241,7 @@ void Engine::Impl::on_timer(Time now) {
     timer_remove(qp);
     if (qp.lossy.gap_deadline <= now) lossy_rx_timer(qp, now);
     if (qp_deadline(qp) <= now) comp_on_timer(qp, now);
+    if (cc_deadline(qp) <= now) cc_on_timer(*this, qp, now);
     timer_update(qp);
   }
 }

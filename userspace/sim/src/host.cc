@@ -72,7 +72,15 @@ void Host::receive(PacketId pkt, Link&, Time now) {
   if (p.sb_flag) ++stats_.rx_sb_flag;
   if (p.int_count != 0) ++stats_.rx_int;
   if (on_rx_) on_rx_(*this, p, now);
-  engine_->on_packet(p.payload(), p.meta, now);
+  if (p.int_count != 0 || p.int_echo_count != 0) {
+    // INT out of band (docs/wire.md, "INT echo"): the records beside the bytes.
+    PacketMeta m = p.meta;
+    m.int_hops = std::span<const IntHop>(p.int_hops.data(), p.int_count);
+    m.int_echo = std::span<const IntHop>(p.int_echo.data(), p.int_echo_count);
+    engine_->on_packet(p.payload(), m, now);
+  } else {
+    engine_->on_packet(p.payload(), p.meta, now);
+  }
   pool.free(pkt);
   pump(now);
 }
@@ -133,6 +141,13 @@ void Host::transmit(Time now) {
     }
     p.len = static_cast<uint32_t>(std::min<size_t>(tx->len, p.data.size()));
     p.meta = tx->meta;
+    if (!tx->meta.int_echo.empty()) {
+      const size_t n = std::min<size_t>(tx->meta.int_echo.size(), kMaxIntHops);
+      std::copy_n(tx->meta.int_echo.begin(), n, p.int_echo.begin());
+      p.int_echo_count = static_cast<uint8_t>(n);
+    }
+    p.meta.int_hops = {};  // spans into the engine: valid only during the call
+    p.meta.int_echo = {};
     if (tx->send_at > now) {
       // Pacing: the frame leaves at send_at; nothing behind it may pass it.
       held_ = id;

@@ -18,6 +18,11 @@ int scenario_lossy_reorder_only(const ScenarioOptions&, Reporter&);
 int scenario_lossy_path_failure(const ScenarioOptions&, Reporter&);
 int scenario_lossy_trim(const ScenarioOptions&, Reporter&);
 int scenario_lossy_spray_vs_ecmp(const ScenarioOptions&, Reporter&);
+// Issue 5's congestion-control experiments (scenarios/cc_scenarios.cc).
+int scenario_cc_incast(const ScenarioOptions&, Reporter&);
+int scenario_cc_alltoall(const ScenarioOptions&, Reporter&);
+int scenario_cc_websearch(const ScenarioOptions&, Reporter&);
+int scenario_cc_fbhdp(const ScenarioOptions&, Reporter&);
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> kAll = {
@@ -48,6 +53,14 @@ const std::vector<Scenario>& scenarios() {
        scenario_lossy_trim},
       {"spray-vs-ecmp", "permutation traffic on a leaf-spine: one lane (ECMP) vs lanes: p99 FCT, link utilisation",
        scenario_lossy_spray_vs_ecmp},
+      {"cc-incast", "N-to-1 incast: DCQCN, HPCC, Odin, delay-based and no CC, lossless (PFC) and lossy",
+       scenario_cc_incast},
+      {"cc-alltoall", "MoE-style all-to-all: the four controllers, lossless and lossy, and the Odin ablation",
+       scenario_cc_alltoall},
+      {"cc-websearch", "WebSearch Poisson arrivals at 50 % load: the four controllers, lossless and lossy",
+       scenario_cc_websearch},
+      {"cc-fbhdp", "FbHdp Poisson arrivals at 50 % load: the four controllers, lossless and lossy",
+       scenario_cc_fbhdp},
   };
   return kAll;
 }

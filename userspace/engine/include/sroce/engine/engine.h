@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 
+#include "sroce/cc/cc.h"
 #include "sroce/engine/result.h"
 #include "sroce/engine/types.h"
 #include "sroce/engine/verbs.h"
@@ -51,6 +52,14 @@ struct PacketMeta {
   // BTH is read, and in lossy mode it becomes an immediate, precise
   // retransmission request for its PSN (docs/lossy.md).
   bool trimmed = false;
+  // Out-of-band INT (docs/cc/README.md, Integration, item 10; docs/wire.md):
+  // not on the wire. Receive: the records the fabric stamped on this packet
+  // (the simulator fills it; real datapaths leave it empty). The engine keeps
+  // those of the newest data packet of an RC QP and hands them back on the
+  // ACKs it sends in `int_echo`; on a received ACK `int_echo` is what the
+  // peer's responder saw on the forward path. Valid only during the call.
+  std::span<const cc::IntHop> int_hops;
+  std::span<const cc::IntHop> int_echo;
 };
 
 struct TxPacket {
@@ -84,6 +93,23 @@ struct LossyConfig {
   bool gap_is_loss = false;     // baseline: every PSN gap is a loss at once (IRN-style receiver)
 };
 
+// Congestion control (docs/cc/README.md, "Integration"): one controller and
+// pacer per RC QP, one NIC-level state per engine. Off by default: then the
+// engine behaves exactly as without it (same packets, same bytes).
+struct CcEngineConfig {
+  bool enable = false;
+  cc::CcConfig config;                        // algorithm and its parameters
+  uint64_t line_rate_bps = 100'000'000'000;   // the port rate: every flow's maximum
+  Duration base_rtt = Duration::micros(8);    // unloaded RTT of the longest path (HPCC's T)
+  // Notification point (DCQCN, Annex A17.9.3): answer CE-marked requests
+  // with CNPs, at most one per QP per config.dcqcn.cnp_interval.
+  bool notification_point = true;
+  // Requester: AckReq on at least every `ack_every`-th request packet while a
+  // controller runs (HPCC's NIC acknowledges every packet: its INT and RTT
+  // samples come from ACKs), and always when the window is nearly full.
+  uint32_t ack_every = 1;
+};
+
 struct EngineConfig {
   // Local GID table (index = sgid_index); at least one entry.
   std::span<const Gid> gids;
@@ -111,6 +137,7 @@ struct EngineConfig {
   // the engine writes a zero ICRC and does not verify received ones.
   bool icrc_offload = false;
   LossyConfig lossy;
+  CcEngineConfig cc;
 };
 
 // Why a received packet was dropped. The first values are the proto parser's
@@ -128,7 +155,7 @@ enum RxDropReason : uint8_t {
   kRxDropQpState = 10,  // QP in RESET/INIT/ERR, or not a receiving state
   kRxDropBadPkey = 11,
   kRxDropBadQkey = 12,
-  kRxDropCnp = 13,                 // CNP: no congestion control in compatible mode
+  kRxDropCnp = 13,                 // CNP with congestion control off, or for no local RC QP
   kRxDropNoRecvWqe = 14,           // UD/UC: no receive WQE (RC answers RNR NAK instead)
   kRxDropOutOfSequence = 15,       // RC: PSN ahead (NAKed once); UC: rest of a broken message
   kRxDropUnexpectedResponse = 16,  // response/ACK that matches no outstanding request
@@ -196,6 +223,13 @@ struct QpStats {
   uint64_t losses_detected = 0;        // receiver: PSNs declared lost (lane gap, threshold, timer, trim)
   uint64_t max_reorder_depth = 0;      // receiver: largest PSN distance above the expected PSN
   int64_t srtt_ps = 0;                 // requester: smoothed RTT (RFC 6298 weights), 0 = no sample
+  // --- congestion control (EngineConfig::cc) ---
+  uint64_t cnps_sent = 0;          // responder: CNPs for CE-marked requests
+  uint64_t cnps_received = 0;      // requester: CNPs handed to the controller
+  uint64_t cc_rate_bps = 0;        // requester: current pacing rate (0 = no controller)
+  uint64_t cc_window_bytes = 0;    // requester: current window (UINT64_MAX = none)
+  uint64_t cc_window_stalls = 0;   // times the window held the QP back
+  uint64_t cc_paced = 0;           // times pacing held the QP back
 };
 
 // Per-lane counters of a lossy QP (Engine::lane_stats). A lane is one UDP

@@ -24,18 +24,12 @@ inline constexpr uint32_t kNoLinkId = UINT32_MAX;
 
 // In-band network telemetry, one record per switch egress port the packet
 // left (HPCC, Li et al. SIGCOMM 2019, section 3.2 and figure 6: timestamp,
-// txBytes, qLen, B; Odin adds the shared-buffer flag). Kept in the packet slot,
-// not on the wire: the wire encoding of INT is the engine's (docs/cc/README.md,
-// "Integration", item 10), so the fabric carries it beside the bytes and a
-// later integration copies it out at the receiving host.
-struct IntHop {
-  uint32_t port_id = 0;     // (switch node id << 16) | egress port index
-  Time ts;                  // dequeue time at that port
-  uint64_t tx_bytes = 0;    // wire bytes the port has sent, this packet included
-  uint32_t qlen_bytes = 0;  // egress queue left behind
-  uint64_t link_bps = 0;    // egress link rate
-  bool buffer_flag = false; // the switch's shared buffer is above its flag level
-};
+// txBytes, qLen, B; Odin adds the shared-buffer flag): the congestion
+// controllers' own record (sroce/cc/types.h). Kept in the packet slot, not
+// on the wire; the host hands it to the engine out of band (PacketMeta::
+// int_hops, int_echo; docs/wire.md, "INT echo"). port_id here is
+// (switch node id << 16) | egress port index.
+using IntHop = cc::IntHop;
 // A 3-tier fat-tree path crosses 5 switches.
 inline constexpr uint32_t kMaxIntHops = 5;
 
@@ -53,6 +47,10 @@ struct Packet {
   uint8_t int_count = 0;      // valid entries of int_hops
   uint32_t ingress = kNoLinkId;  // link it arrived on at the current switch (PFC accounting)
   std::array<IntHop, kMaxIntHops> int_hops;
+  // An ACK's INT echo (the forward path's records, copied by the responder's
+  // engine; out of band like int_hops; switches do not touch it).
+  uint8_t int_echo_count = 0;
+  std::array<IntHop, kMaxIntHops> int_echo;
 
   std::span<const std::byte> payload() const { return {data.data(), len}; }
 };
@@ -79,6 +77,7 @@ class PacketPool {
     p.sb_flag = false;
     p.priority = false;
     p.int_count = 0;
+    p.int_echo_count = 0;
     p.ingress = kNoLinkId;
     ++live_;
     return id;
@@ -97,6 +96,8 @@ class PacketPool {
     d.int_count = s.int_count;
     d.ingress = s.ingress;
     d.int_hops = s.int_hops;
+    d.int_echo_count = s.int_echo_count;
+    d.int_echo = s.int_echo;
     return id;
   }
   void free(PacketId id) {

@@ -1,0 +1,266 @@
+// Congestion-control glue (congestion.h; docs/cc/README.md, "Integration").
+//
+// Requester side: a QP may send a request packet when its window allows
+// (bytes in flight + one packet <= window, or nothing in flight) and its
+// pacer's time has come; otherwise it leaves the transmit list until an ACK
+// (window) or the pacing timer (rate) puts it back, so one slow QP never
+// holds a packet in front of the others. Responder side: the DCQCN
+// notification point turns CE-marked requests into CNPs (Annex A17.9.3),
+// and the INT records of the newest data packet ride back on ACKs.
+#include "congestion.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "impl.h"
+
+namespace sroce::eng {
+
+namespace {
+
+// Ethernet header + FCS + preamble and inter-frame gap + IPv4 + UDP: what a
+// RoCEv2 UDP payload costs on the wire beyond its own bytes (the pacer
+// spaces frames by their wire time).
+constexpr uint32_t kWireOverhead = 14 + 4 + 20 + 20 + 8;
+
+// DSCP 48 (CS6), not ECN-capable: how ConnectX NICs send CNPs (the network
+// control class, so CNPs are not stuck behind data or marked themselves).
+constexpr uint8_t kCnpTrafficClass = 48 << 2;
+
+bool has_controller(const Qp& qp) { return static_cast<bool>(qp.cc.ctl); }
+
+// Payload bytes in flight: the PSNs sent and not acknowledged, at one MTU
+// each (an upper bound: the last packet of a message may be shorter; a
+// per-byte count would need the go-back-N rewind to recount it).
+uint64_t inflight_bytes(const Qp& qp) {
+  const int32_t n = psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1));
+  return n > 0 ? static_cast<uint64_t>(n) * qp.mtu : 0;
+}
+
+// After any controller event: export rate and window, and move a pending
+// pacing hold earlier if the rate went up (the pacer recomputes the gap from
+// the current rate, as a hardware rate limiter does: a flow cut to 1 Mb/s
+// must not sit out a 33 ms gap after it recovered).
+void publish(Engine::Impl& e, Qp& qp, Time now) {
+  const uint64_t rate = qp.cc.ctl->rate_bps();
+  if (qp.cc.pace_at != Time::never() && rate != qp.stats.cc_rate_bps) {
+    const Time t = qp.cc.pacer.next_send(now, rate);
+    if (t < qp.cc.pace_at) {
+      qp.cc.pace_at = t;
+      e.timer_update(qp);
+    }
+  }
+  qp.stats.cc_rate_bps = rate;
+  qp.stats.cc_window_bytes = qp.cc.ctl->window_bytes();
+}
+
+}  // namespace
+
+CcEngine::CcEngine(const EngineConfig& cfg)
+    : on(cfg.cc.enable), np(cfg.cc.enable && cfg.cc.notification_point) {
+  if (on) nic = std::make_unique<cc::NicState>(cfg.cc.line_rate_bps);
+}
+
+void cc_qp_create(Engine::Impl& e, Qp& qp) {
+  qp.cc = CcQp{};
+  if (!e.cc_.on || !qp.is_rc()) return;
+  qp.cc.np = cc::DcqcnNotificationPoint(e.cfg_.cc.config.dcqcn);
+  // The ring covers the largest window of PSNs the requester may have out.
+  const uint32_t window = std::max<uint32_t>(e.cfg_.max_unacked_psns, kLossyWindow);
+  uint32_t n = 64;
+  while (n < window && n < 4096) n <<= 1;
+  qp.cc.sent.assign(n, CcSent{});
+  qp.cc.sent_mask = n - 1;
+}
+
+void cc_qp_start(Engine::Impl& e, Qp& qp, Time now) {
+  if (!e.cc_.on || !qp.is_rc()) return;
+  const CcEngineConfig& c = e.cfg_.cc;
+  qp.cc.ctl.start(c.config, cc::FlowParams{c.line_rate_bps, c.base_rtt, qp.mtu}, e.cc_.nic.get());
+  qp.cc.pacer = cc::Pacer{};
+  qp.cc.pace_at = Time::never();
+  qp.cc.active = false;
+  for (CcSent& s : qp.cc.sent) s = CcSent{};
+  publish(e, qp, now);
+}
+
+void cc_qp_stop(Engine::Impl& e, Qp& qp) {
+  if (!e.cc_.on) return;
+  qp.cc.ctl.stop();
+  qp.cc.pace_at = Time::never();
+  qp.cc.cnp_pending = false;
+  qp.cc.echo_n = 0;
+  qp.cc.active = false;
+}
+
+bool cc_may_send(Engine::Impl& e, Qp& qp, Time now) {
+  if (!e.cc_.on || !has_controller(qp)) return true;
+  // A retransmission the receiver asked for (lossy mode) is in the window
+  // already: only the rate applies to it.
+  const bool retx = qp.lossy.tx && qp.lossy.rtx_count > 0;
+  const uint64_t w = qp.cc.ctl->window_bytes();
+  if (!retx && w != cc::kNoWindow) {
+    const uint64_t f = inflight_bytes(qp);
+    if (f > 0 && f + qp.mtu > w) {
+      ++qp.stats.cc_window_stalls;
+      return false;  // the next ACK calls sched_req
+    }
+  }
+  const Time t = qp.cc.pacer.next_send(now, qp.cc.ctl->rate_bps());
+  if (t > now) {
+    ++qp.stats.cc_paced;
+    qp.cc.pace_at = t;
+    e.timer_update(qp);
+    return false;
+  }
+  return true;
+}
+
+bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp) {
+  if (!e.cc_.on || !has_controller(qp)) return false;
+  if (qp.lossy.tx && qp.lossy.rtx_count > 0) return false;
+  // Only the WQE being sent is outstanding (none sent in full awaits its
+  // ACK or READ/atomic response) and every PSN of it sent is acknowledged.
+  return qp.sq_head == qp.sq_next && qp.rd_atomic_inflight == 0 && inflight_bytes(qp) == 0 &&
+         psn_diff(qp.high_psn, qp.req_psn) <= 0;
+}
+
+bool cc_want_ack(Engine::Impl& e, Qp& qp) {
+  if (!e.cc_.on || !has_controller(qp)) return false;
+  // pkts_since_ackreq was counted for this packet already.
+  if (qp.pkts_since_ackreq >= e.cfg_.cc.ack_every) return true;
+  const uint64_t w = qp.cc.ctl->window_bytes();
+  return w != cc::kNoWindow && inflight_bytes(qp) + 2ull * qp.mtu > w;
+}
+
+void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t len, bool resend,
+                PacketMeta& meta, Time now) {
+  if (!e.cc_.on || !has_controller(qp)) return;
+  // Data packets are ECN-capable, ECT(0) (RFC 3168; DCQCN needs the marks).
+  meta.traffic_class = static_cast<uint8_t>((meta.traffic_class & ~3u) | 2u);
+  qp.cc.pacer.on_sent(now, static_cast<uint32_t>(len) + kWireOverhead);
+  CcSent& s = qp.cc.sent[psn & qp.cc.sent_mask];
+  s.at_ps = now.ps;
+  s.psn = psn;
+  s.bytes = static_cast<uint16_t>(std::min<uint32_t>(payload, UINT16_MAX));
+  s.retx = resend ? 1 : 0;
+  qp.cc.active = true;
+  qp.cc.ctl->on_send({now, payload, resend});
+  // Lossy mode resends a PSN only when the receiver reported it missing
+  // (SACK hole, trimmed packet) or the RTO fired: each such resend is a loss
+  // signal (compatible mode reports its NAKs and timeouts from the completer).
+  if (resend && qp.lossy.tx) qp.cc.ctl->on_loss({now, cc::LossKind::kNak, payload});
+  publish(e, qp, now);
+}
+
+void cc_on_request(Engine::Impl& e, Qp& qp, const PacketMeta& meta, Time now) {
+  if (!e.cc_.on || !qp.is_rc()) return;
+  if (!meta.int_hops.empty()) {
+    const size_t n = std::min<size_t>(meta.int_hops.size(), qp.cc.echo.size());
+    std::copy_n(meta.int_hops.begin(), n, qp.cc.echo.begin());
+    qp.cc.echo_n = static_cast<uint8_t>(n);
+  }
+  // Annex A17.9.3: a CE-marked packet makes the receiver (the notification
+  // point) send a CNP to the sender's QP, at most one per interval.
+  if (e.cc_.np && (meta.traffic_class & 3) == 3 && qp.cc.np.on_marked_packet(now)) {
+    qp.cc.cnp_pending = true;
+    e.sched_resp(qp);
+  }
+  if (qp.cc.np.next_timer() != Time::never()) e.timer_update(qp);
+}
+
+size_t cc_build_cnp(Engine::Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta) {
+  if (!qp.cc.cnp_pending) return 0;
+  qp.cc.cnp_pending = false;
+  const size_t hdr = sroce_cnp_write(out, qp.attr.dest_qp_num, qp.pkey);
+  e.fill_meta(qp, meta);
+  meta.traffic_class = kCnpTrafficClass;
+  ++qp.stats.cnps_sent;
+  return e.finish_packet(out, hdr, 0, meta);
+}
+
+void cc_on_response_built(Engine::Impl& e, Qp& qp, const uint8_t* pkt, PacketMeta& meta) {
+  if (!e.cc_.on || qp.cc.echo_n == 0) return;
+  if ((pkt[0] & 0x1f) != SROCE_OP_ACK) return;
+  meta.int_echo = std::span<const cc::IntHop>(qp.cc.echo.data(), qp.cc.echo_n);
+}
+
+bool cc_on_cnp(Engine::Impl& e, const sroce_pkt& pkt, Time now) {
+  if (!e.cc_.on) return false;
+  const uint32_t s = e.qp_slot(pkt.bth.dqpn);
+  if (s == kNone) return false;
+  Qp& qp = e.qps_[s];
+  if (!qp.is_rc() || !has_controller(qp)) return false;
+  ++qp.stats.cnps_received;
+  ++qp.stats.rx_packets;
+  qp.cc.ctl->on_cnp(now);
+  publish(e, qp, now);
+  if (qp.cc.ctl->next_timer() != Time::never()) e.timer_update(qp);
+  return true;
+}
+
+void cc_on_acked(Engine::Impl& e, Qp& qp, uint32_t before, Time now) {
+  if (!e.cc_.on || !has_controller(qp)) return;
+  const int32_t d = psn_diff(qp.acked_psn, before);
+  if (d <= 0) return;
+  // Newly acknowledged payload, and the RTT of the newest acknowledged PSN
+  // unless it was resent (Karn).
+  uint64_t bytes = 0;
+  if (static_cast<uint32_t>(d) > qp.cc.sent_mask) {
+    bytes = static_cast<uint64_t>(d) * qp.mtu;
+  } else {
+    for (int32_t i = 1; i <= d; ++i) {
+      const uint32_t p = psn_add(before, i);
+      const CcSent& s = qp.cc.sent[p & qp.cc.sent_mask];
+      bytes += s.psn == p ? s.bytes : qp.mtu;
+    }
+  }
+  cc::AckEvent ev;
+  ev.now = now;
+  ev.acked_bytes = bytes;
+  const CcSent& last = qp.cc.sent[qp.acked_psn & qp.cc.sent_mask];
+  if (last.psn == qp.acked_psn && !last.retx) ev.rtt = Duration::picos(now.ps - last.at_ps);
+  if (const PacketMeta* m = e.cc_.rx) {
+    ev.hops = m->int_echo;
+    ev.path_hops = m->hop_limit < 64 ? static_cast<uint8_t>(64 - m->hop_limit) : 0;
+  }
+  qp.cc.ctl->on_ack(ev);
+  // Nothing queued and nothing in flight: the flow is idle (Odin leaves the
+  // NIC's demand until its next packet).
+  if (qp.cc.active && qp.sq_head == qp.sq_tail) {
+    qp.cc.active = false;
+    qp.cc.ctl->on_idle(now);
+  }
+  publish(e, qp, now);
+  if (qp.cc.ctl->next_timer() != Time::never()) e.timer_update(qp);
+}
+
+void cc_on_loss(Engine::Impl& e, Qp& qp, cc::LossKind kind, Time now) {
+  if (!e.cc_.on || !has_controller(qp)) return;
+  qp.cc.ctl->on_loss({now, kind, qp.mtu});
+  publish(e, qp, now);
+}
+
+Time cc_deadline(const Qp& qp) {
+  Time t = qp.cc.pace_at;
+  if (qp.cc.ctl) t = std::min(t, qp.cc.ctl->next_timer());
+  return std::min(t, qp.cc.np.next_timer());
+}
+
+void cc_on_timer(Engine::Impl& e, Qp& qp, Time now) {
+  if (!e.cc_.on) return;
+  if (qp.cc.pace_at <= now) {
+    qp.cc.pace_at = Time::never();
+    e.sched_req(qp);
+  }
+  if (has_controller(qp) && qp.cc.ctl->next_timer() <= now) {
+    qp.cc.ctl->on_timer(now);
+    publish(e, qp, now);
+  }
+  if (qp.cc.np.next_timer() <= now && qp.cc.np.on_timer(now)) {
+    qp.cc.cnp_pending = true;
+    e.sched_resp(qp);
+  }
+}
+
+}  // namespace sroce::eng

@@ -1,0 +1,154 @@
+// Congestion-control glue of the engine (docs/cc/README.md, "Integration"):
+// the per-QP controller, pacer and notification point, the NIC-level state
+// of the engine, and the hooks the protocol roles call. The algorithms live
+// in userspace/cc; this file only feeds them events and applies their
+// window and rate. With EngineConfig::cc.enable false every hook returns at
+// once and the engine's packets are the same as without this file.
+//
+// Per QP, not per lane: a lane's path is chosen by lossy.cc and a QP's
+// packets are sprayed over them; a CNP names a QP, not a path (Annex
+// A17.9.3). One controller per QP sees the aggregate of its lanes (the
+// HPCC/Odin INT estimator follows the path of each ACK; docs/cc/README.md
+// says what that costs).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "sroce/cc/cc.h"
+#include "sroce/engine/engine.h"
+
+struct sroce_pkt;
+
+namespace sroce::eng {
+
+struct Qp;
+
+// std::optional<CongestionControl> that the QP table can copy: a copy is
+// empty (a controller is never duplicated; Odin's NIC share is owned once).
+// The table only copies empty QPs (init, release).
+class CcSlot {
+ public:
+  CcSlot() = default;
+  CcSlot(const CcSlot&) {}
+  CcSlot& operator=(const CcSlot& o) {
+    if (this != &o) ctl_.reset();
+    return *this;
+  }
+  CcSlot(CcSlot&& o) noexcept {
+    if (o.ctl_) ctl_.emplace(std::move(*o.ctl_));
+    o.ctl_.reset();
+  }
+  CcSlot& operator=(CcSlot&& o) noexcept {
+    if (this != &o) {
+      ctl_.reset();
+      if (o.ctl_) ctl_.emplace(std::move(*o.ctl_));
+      o.ctl_.reset();
+    }
+    return *this;
+  }
+
+  void start(const cc::CcConfig& cfg, const cc::FlowParams& f, cc::NicState* nic) {
+    ctl_.reset();
+    ctl_.emplace(cfg, f, nic);
+  }
+  void stop() { ctl_.reset(); }
+  explicit operator bool() const { return ctl_.has_value(); }
+  cc::CongestionControl* operator->() { return &*ctl_; }
+  const cc::CongestionControl* operator->() const { return &*ctl_; }
+
+ private:
+  std::optional<cc::CongestionControl> ctl_;
+};
+
+// One sent request packet, for RTT samples (Karn: none from a resent PSN)
+// and the acknowledged payload bytes.
+struct CcSent {
+  int64_t at_ps = 0;
+  uint32_t psn = UINT32_MAX;
+  uint16_t bytes = 0;
+  uint8_t retx = 0;
+};
+
+// Per-QP congestion-control state (Qp::cc).
+struct CcQp {
+  CcSlot ctl;                 // requester: started at RTS, stopped at reset/error/destroy
+  cc::Pacer pacer;
+  Time pace_at = Time::never();  // pacing holds the QP until then (timer heap)
+  bool active = false;        // has joined the NIC's demand since its last on_idle
+  // Responder: the notification point and its pending CNP.
+  cc::DcqcnNotificationPoint np{cc::DcqcnConfig{}};
+  bool cnp_pending = false;
+  // Responder: INT records of the newest data packet (echoed on ACKs).
+  std::array<cc::IntHop, cc::kMaxHops> echo{};
+  uint8_t echo_n = 0;
+  // Requester: one entry per recent PSN (ring sized at create_qp).
+  std::vector<CcSent> sent;
+  uint32_t sent_mask = 0;
+};
+
+// Engine-wide part (Engine::Impl::cc_): the NIC-level view of all flows of
+// this engine (one engine per NIC port in sroced) and the packet being
+// received (for INT echo and hop counts while on_packet runs).
+struct CcEngine {
+  explicit CcEngine(const EngineConfig& cfg);
+  bool on = false;  // EngineConfig::cc.enable
+  bool np = false;  // ... and notification_point
+  std::unique_ptr<cc::NicState> nic;
+  const PacketMeta* rx = nullptr;
+};
+
+// Sets CcEngine::rx for the duration of one on_packet.
+class CcRxScope {
+ public:
+  CcRxScope(CcEngine& c, const PacketMeta& m) : c_(c) { c_.rx = &m; }
+  ~CcRxScope() { c_.rx = nullptr; }
+  CcRxScope(const CcRxScope&) = delete;
+  CcRxScope& operator=(const CcRxScope&) = delete;
+
+ private:
+  CcEngine& c_;
+};
+
+// ---- hooks (congestion.cc); each is a no-op while congestion control is off
+
+// create_qp: size the per-PSN ring (control path).
+void cc_qp_create(Engine::Impl& e, Qp& qp);
+// RTR -> RTS: start the controller (control path).
+void cc_qp_start(Engine::Impl& e, Qp& qp, Time now);
+// reset, error, destroy: stop it (Odin leaves the NIC's demand).
+void cc_qp_stop(Engine::Impl& e, Qp& qp);
+// poll_transmit, before building a request: window and pacing. False: the
+// QP may not send now (an ACK or the pacing timer puts it back).
+bool cc_may_send(Engine::Impl& e, Qp& qp, Time now);
+// The ACK timer fired while every packet sent has been acknowledged and the
+// rest of the WQE waits for pacing: no loss (the next packet re-arms it).
+bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp);
+// Should this request packet ask for an ACK (AckReq)? Window-based
+// controllers need feedback for every packet (HPCC acknowledges each packet;
+// a window smaller than the responder's coalescing would otherwise stall).
+bool cc_want_ack(Engine::Impl& e, Qp& qp);
+// A request packet was built (new or resent): ECT(0), pacer, on_send, RTT ring.
+void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t len, bool resend,
+                PacketMeta& meta, Time now);
+// A request arrived at the responder: notification point, INT to echo.
+void cc_on_request(Engine::Impl& e, Qp& qp, const PacketMeta& meta, Time now);
+// poll_transmit, responder list: a pending CNP (0 if none).
+size_t cc_build_cnp(Engine::Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta);
+// A response was built: an ACK carries the INT echo (out of band).
+void cc_on_response_built(Engine::Impl& e, Qp& qp, const uint8_t* pkt, PacketMeta& meta);
+// A CNP arrived (after the ICRC check). False: not ours to take (then dropped).
+bool cc_on_cnp(Engine::Impl& e, const sroce_pkt& pkt, Time now);
+// The completer moved acked_psn from `before`: on_ack (and on_idle).
+void cc_on_acked(Engine::Impl& e, Qp& qp, uint32_t before, Time now);
+void cc_on_loss(Engine::Impl& e, Qp& qp, cc::LossKind kind, Time now);
+// Timers: the pacing hold, the controller's and the NP's timers.
+Time cc_deadline(const Qp& qp);
+void cc_on_timer(Engine::Impl& e, Qp& qp, Time now);
+
+}  // namespace sroce::eng

@@ -1,0 +1,350 @@
+// One congestion-control case on a leaf-spine (cc_eval.h). Parameters
+// (--set key=value), with the CI-sized defaults:
+//
+//   hosts=16 hosts_per_leaf=8 spines=(hosts_per_leaf: no oversubscription)
+//   host_gbps=100 delay_ns=1000 mtu=4096
+//   buffer_kb=8192 xoff_kb=256 xon_kb=224    shared buffer per switch, PFC per ingress
+//   kmin_kb=12 kmax_kb=500 pmax=0.2          RED/ECN at dequeue (DCQCN's 40G values x 2.5;
+//                                            Pmax as the cc lab: docs/cc/README.md)
+//   sb_flag=0.125                            Odin's shared-buffer flag level (of buffer)
+//   trim=0                                   lossy runs: switch trimming
+//   incast:    fanin=15 bytes=524288
+//   alltoall:  bytes=4194304 (per source, split over the others) skew=1 (Zipf-like
+//              toward a few hot receivers, as MoE dispatch; 0 = uniform)
+//   websearch / fbhdp: load=0.5 duration_us=300 drain_us=2000
+//   warmup=1 (lossy runs): one 4 KiB flow per host pair at t=0 so that every QP
+//   has negotiated lossy mode before the measured flows start at warmup_us=40.
+#include "cc_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "sroce/sim/flows.h"
+#include "sroce/sim/metrics.h"
+#include "sroce/sim/topology.h"
+#include "sroce/sim/traffic.h"
+#include "util.h"
+
+namespace sroce::sim {
+
+namespace {
+
+std::string pstr(const ScenarioOptions& opt, const std::string& key, const std::string& def) {
+  auto it = opt.params.find(key);
+  return it == opt.params.end() ? def : it->second;
+}
+
+Mtu mtu_of(uint64_t bytes) {
+  switch (bytes) {
+    case 1024:
+      return Mtu::k1024;
+    case 2048:
+      return Mtu::k2048;
+    default:
+      return Mtu::k4096;
+  }
+}
+
+Json dist_json(const Dist& d) {
+  return {{"count", d.count}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99}, {"max", d.max}};
+}
+
+}  // namespace
+
+CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, const CcCase& c) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  CcResult res;
+  const uint64_t host_bps = opt.param_u64("host_gbps", 100) * 1'000'000'000ull;
+  const Duration delay = Duration::nanos(static_cast<int64_t>(opt.param_u64("delay_ns", 1000)));
+  const uint64_t mtu = opt.param_u64("mtu", 4096);
+  const uint32_t nhosts_req = static_cast<uint32_t>(opt.param_u64("hosts", 16));
+
+  Simulator sim(opt.seed);
+  Network net(sim);
+
+  FlowRunnerConfig fc;
+  fc.qp.mtu = mtu_of(mtu);
+  fc.qp.send_wr = 512;
+  fc.qp.cqe = 8192;
+  fc.chunk_bytes = static_cast<uint32_t>(opt.param_u64("chunk", 1u << 20));
+
+  HostConfig hc;
+  hc.engine.seed = opt.seed;
+  hc.engine.port_mtu = fc.qp.mtu;
+  hc.engine.icrc_offload = true;  // the fabric corrupts nothing here
+  hc.discard_payload = true;
+  hc.arena_bytes = 2ull * fc.chunk_bytes + (64u << 10);
+  hc.engine.lossy.enable = !c.lossless;
+  hc.engine.lossy.lanes = static_cast<uint16_t>(opt.param_u64("lanes", hc.engine.lossy.lanes));
+  // The unloaded RTT of the longest path (host-leaf-spine-leaf-host and
+  // back): 8 propagation delays, a full frame serialised on the 4 forward
+  // hops and an ACK on the 4 reverse ones (HPCC's T).
+  const Duration frame = cc::tx_time(static_cast<double>(mtu + 66), static_cast<double>(host_bps));
+  const Duration ackf = cc::tx_time(128.0, static_cast<double>(host_bps));
+  const Duration base_rtt = Duration::picos(8 * delay.ps + 4 * frame.ps + 4 * ackf.ps);
+  hc.engine.cc.enable = c.cc;
+  hc.engine.cc.line_rate_bps = host_bps;
+  hc.engine.cc.base_rtt = base_rtt;
+  hc.engine.cc.config.algorithm = c.alg;
+  hc.engine.cc.config.odin.buffer_flag = c.odin_flag;
+  hc.engine.cc.config.odin.nic_ratio = c.odin_ratio;
+  hc.engine.cc.config.odin.compensation = c.odin_comp;
+
+  SwitchConfig sw;
+  sw.mmu = true;
+  sw.buffer_bytes = opt.param_u64("buffer_kb", 8192) * 1024;
+  sw.pfc.enabled = c.lossless;
+  sw.pfc.xoff_bytes = opt.param_u64("xoff_kb", 256) * 1024;
+  sw.pfc.xon_bytes = opt.param_u64("xon_kb", 224) * 1024;
+  sw.trim = !c.lossless && opt.param_u64("trim", 0) != 0;
+  sw.ecn.enabled = true;
+  sw.ecn.kmin_bytes = opt.param_u64("kmin_kb", 12) * 1000;
+  sw.ecn.kmax_bytes = opt.param_u64("kmax_kb", 500) * 1000;
+  sw.ecn.pmax = opt.param_f64("pmax", 0.2);
+  sw.int_stamp = true;
+  sw.sb_flag_fraction = opt.param_f64("sb_flag", 0.125);
+
+  LeafSpineConfig lc;
+  lc.hosts_per_leaf = static_cast<uint32_t>(opt.param_u64("hosts_per_leaf", 8));
+  lc.leaves = std::max<uint32_t>(1, (nhosts_req + lc.hosts_per_leaf - 1) / lc.hosts_per_leaf);
+  lc.spines = static_cast<uint32_t>(opt.param_u64("spines", lc.hosts_per_leaf));
+  lc.host_link.rate_bps = host_bps;
+  lc.host_link.delay = delay;
+  lc.uplink = lc.host_link;
+  lc.downlink = lc.host_link;
+  lc.sw = sw;
+  LeafSpine topo = build_leaf_spine(net, lc, hc);
+  const auto nhosts = static_cast<uint32_t>(topo.hosts.size());
+
+  Rng trng(Rng::mix(opt.seed ^ 0xcc5eedull));
+  std::vector<FlowSpec> specs;
+  const Duration duration =
+      Duration::micros(static_cast<int64_t>(opt.param_u64("duration_us", 300)));
+  bool open_loop = false;
+  if (traffic == "incast") {
+    const auto fanin =
+        static_cast<uint32_t>(std::min<uint64_t>(opt.param_u64("fanin", 15), nhosts - 1));
+    std::vector<uint32_t> srcs;
+    for (uint32_t i = 0; i < fanin; ++i)
+      srcs.push_back(1 + static_cast<uint32_t>(uint64_t{i} * (nhosts - 1) / fanin));
+    specs = incast_flows(srcs, 0, opt.param_u64("bytes", 512u << 10));
+  } else if (traffic == "alltoall") {
+    // MoE dispatch: skewed toward popular experts by default (skew=0: uniform).
+    specs = all_to_all_flows(nhosts, opt.param_u64("bytes", 4u << 20), opt.param_f64("skew", 1),
+                             trng);
+  } else if (traffic == "permutation") {
+    specs = permutation_flows(nhosts, opt.param_u64("bytes", 1u << 20), trng);
+  } else {
+    auto cdf = FlowSizeCdf::named(traffic, pstr(opt, "cdf_dir", ""));
+    if (!cdf) {
+      res.json = {{"ok", false}, {"error", cdf.error().message}};
+      return res;
+    }
+    specs = poisson_flows(nhosts, *cdf, opt.param_f64("load", 0.5), host_bps, duration, trng);
+    open_loop = true;
+  }
+
+  // Lossy runs: a warm-up flow per pair first (cc_eval.cc header).
+  std::vector<FlowSpec> all;
+  const bool warm = !c.lossless && opt.param_u64("warmup", 1) != 0;
+  if (warm) {
+    const Duration shift = Duration::micros(static_cast<int64_t>(opt.param_u64("warmup_us", 40)));
+    std::set<std::pair<uint32_t, uint32_t>> pairs;
+    for (const auto& f : specs) pairs.insert({f.src, f.dst});
+    for (const auto& [s, d] : pairs) all.push_back({s, d, 4096, Time{}});
+    for (auto& f : specs) f.start = f.start + shift;
+  }
+  const size_t nwarm = all.size();
+  all.insert(all.end(), specs.begin(), specs.end());
+
+  FlowRunner runner(net, topo.hosts, fc);
+  if (auto r = runner.setup(); !r) {
+    res.json = {{"ok", false}, {"error", r.error().message}};
+    return res;
+  }
+  if (auto r = runner.add(all); !r) {
+    res.json = {{"ok", false}, {"error", r.error().message}};
+    return res;
+  }
+  const Time first_start = specs.empty() ? Time{} : std::min_element(specs.begin(), specs.end(), [](const FlowSpec& a, const FlowSpec& b) { return a.start < b.start; })->start;
+  const Duration drain = Duration::micros(static_cast<int64_t>(opt.param_u64("drain_us", 20000)));
+  const Time end = first_start + duration + drain;
+  // The incast's bottleneck (the receiver's downlink), its queue sampled
+  // every `sample_ns` (what the switch histogram, weighted by arrivals and
+  // dominated by the first RTT's burst, does not show: the settled queue).
+  const Link* bottleneck = nullptr;
+  for (const auto& l : net.links())
+    if (&l->to() == topo.hosts[0]) bottleneck = l.get();
+  std::vector<std::pair<Time, uint64_t>> qsamples;
+  const Duration step = Duration::nanos(static_cast<int64_t>(opt.param_u64("sample_ns", 2000)));
+  for (Time t = Time{}; t < end && sim.pending() > 0;) {
+    t = std::min(end, t + step);
+    sim.run(t);
+    if (traffic == "incast" && bottleneck != nullptr && t >= first_start)
+      qsamples.emplace_back(t, bottleneck->data_queue_bytes());
+    if (runner.all_done() && runner.started() == all.size()) break;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+
+  // Metrics over the measured flows only.
+  std::vector<FlowRecord> measured(runner.flows().begin() + static_cast<long>(nwarm),
+                                   runner.flows().end());
+  std::vector<Duration> ideal(measured.size());
+  Time last_end = first_start;
+  uint64_t done = 0, bytes_done = 0;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const auto& f = measured[i];
+    ideal[i] = ideal_fct(first_path(net, *topo.hosts[f.spec.src], *topo.hosts[f.spec.dst]),
+                         f.spec.bytes, static_cast<uint32_t>(mtu), fc.chunk_bytes);
+    if (f.done()) {
+      ++done;
+      bytes_done += f.spec.bytes;
+      last_end = std::max(last_end, f.end);
+    }
+  }
+  const FctReport fr = fct_report(measured, ideal);
+  LogHistogram qh;
+  uint64_t pfc = 0, drops = 0, trimmed = 0, ecn = 0, sbflag = 0, max_buf = 0;
+  for (const auto& n : net.nodes()) {
+    if (n->kind() != NodeKind::kSwitch) continue;
+    const auto& s = static_cast<const Switch&>(*n);
+    qh.merge(s.queue_histogram());
+    pfc += s.stats().pfc_xoff;
+    drops += s.stats().egress_drops;
+    trimmed += s.stats().trimmed;
+    ecn += s.stats().ecn_marked;
+    sbflag += s.stats().sb_flagged;
+    max_buf = std::max(max_buf, s.stats().max_buffer_bytes);
+  }
+  uint64_t paused_ps = 0;
+  for (const auto& l : net.links()) paused_ps += l->stats().paused_ps;
+  EngineStats es{};
+  uint64_t stalls = 0;
+  for (Host* h : topo.hosts) {
+    es = es + h->engine().stats();
+    stalls += h->stats().stalls;
+  }
+  // Bottleneck of an incast: the receiver's downlink, over the transfer,
+  // and its queue in the second half of the transfer (settled).
+  double bottleneck_util = 0;
+  std::vector<double> settled;
+  if (traffic == "incast" && last_end > first_start && bottleneck != nullptr) {
+    bottleneck_util = static_cast<double>(bottleneck->stats().tx_wire_bytes) * 8 /
+                      (static_cast<double>(host_bps) *
+                       static_cast<double>((last_end - first_start).ps) * 1e-12);
+    const Time half = first_start + Duration::picos((last_end - first_start).ps / 2);
+    // The last flows finish one by one: stop at 90 % of the transfer.
+    const Time stop = first_start + Duration::picos((last_end - first_start).ps * 9 / 10);
+    for (const auto& [t, q] : qsamples)
+      if (t >= half && t <= stop) settled.push_back(static_cast<double>(q));
+  }
+  const double span_s = static_cast<double>((last_end - first_start).ps) * 1e-12;
+  res.p99 = fr.slowdown.p99;
+  res.p50 = fr.slowdown.p50;
+  res.queue_p99 = qh.quantile(0.99);
+  res.pfc = pfc;
+  res.goodput_gbps = span_s > 0 ? static_cast<double>(bytes_done) * 8 / span_s / 1e9 : 0;
+  res.ok = runner.errors() == 0 && stalls == 0 && (open_loop || done == measured.size());
+  Json buckets = Json::array();
+  for (const auto& b : fr.buckets)
+    if (b.slowdown.count > 0) buckets.push_back({{"size", b.name}, {"slowdown", dist_json(b.slowdown)}});
+  res.json = {{"p99_slowdown", fr.slowdown.p99},
+              {"p50_slowdown", fr.slowdown.p50},
+              {"p95_slowdown", fr.slowdown.p95},
+              {"queue_p99_bytes", res.queue_p99},
+              {"queue_max_bytes", qh.max()},
+              {"buffer_max_bytes", max_buf},
+              {"pfc_pauses", pfc},
+              {"pfc_paused_us", static_cast<double>(paused_ps) * 1e-6},
+              {"ok", res.ok},
+              {"flows", measured.size()},
+              {"completed", done},
+              {"completion_us", to_us(last_end - first_start)},
+              {"goodput_gbps", res.goodput_gbps},
+              {"drops", drops},
+              {"trimmed", trimmed},
+              {"ecn_marked", ecn},
+              {"sb_flagged", sbflag},
+              {"timeouts", es.timeouts},
+              {"retransmits", es.retransmits},
+              {"cnps_dropped", es.rx_drop_reason[kRxDropCnp]},
+              {"by_size", buckets},
+              {"events", sim.events_run()},
+              {"wall_s", wall}};
+  if (traffic == "incast") {
+    res.json["bottleneck_util"] = bottleneck_util;
+    res.json["settled_queue_p99_bytes"] = settled.empty() ? 0.0 : percentile(settled, 0.99);
+    res.json["settled_queue_p50_bytes"] = settled.empty() ? 0.0 : percentile(settled, 0.50);
+  }
+  if (!runner.first_error().empty()) res.json["error"] = runner.first_error();
+  return res;
+}
+
+std::vector<CcCase> cc_cases(const ScenarioOptions& opt, bool ablation_default) {
+  std::vector<CcCase> out;
+  const std::string modes = pstr(opt, "modes", "both");  // lossless | lossy | both
+  const std::string algs = pstr(opt, "algs", "dcqcn,hpcc,odin,delay");
+  auto wanted = [&](const char* n) { return algs.find(n) != std::string::npos; };
+  for (const bool lossless : {true, false}) {
+    if ((lossless && modes == "lossy") || (!lossless && modes == "lossless")) continue;
+    for (auto a : {cc::Algorithm::kDcqcn, cc::Algorithm::kHpcc, cc::Algorithm::kOdin,
+                   cc::Algorithm::kDelay}) {
+      if (!wanted(cc::to_string(a))) continue;
+      CcCase c;
+      c.name = cc::to_string(a);
+      c.alg = a;
+      c.lossless = lossless;
+      out.push_back(c);
+    }
+    if (opt.param_u64("baseline", 1) != 0) {
+      CcCase c;
+      c.name = "none";
+      c.cc = false;
+      c.lossless = lossless;
+      out.push_back(c);
+    }
+    if (lossless && opt.param_u64("ablation", ablation_default ? 1 : 0) != 0) {
+      for (int part = 0; part < 3; ++part) {
+        CcCase c;
+        c.alg = cc::Algorithm::kOdin;
+        c.lossless = true;
+        c.name = part == 0 ? "odin_no_flag" : part == 1 ? "odin_no_ratio" : "odin_no_compensation";
+        c.odin_flag = part != 0;
+        c.odin_ratio = part != 1;
+        c.odin_comp = part != 2;
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+int run_cc_scenario(const ScenarioOptions& opt, Reporter& rep, const std::string& scenario,
+                    const std::string& traffic, bool ablation_default) {
+  Json sum = {{"scenario", scenario}, {"traffic", traffic}, {"seed", opt.seed},
+              {"hosts", opt.param_u64("hosts", 16)}};
+  Json lossy = Json::object();
+  bool ok = true;
+  for (const CcCase& c : cc_cases(opt, ablation_default)) {
+    CcResult r = run_cc_case(opt, traffic, c);
+    ok = ok && r.ok;
+    rep.event("case", Json{{"name", c.name}, {"mode", c.lossless ? "lossless" : "lossy"}, {"result", r.json}});
+    std::fprintf(stderr, "%s: %s %s p99 %.2f p50 %.2f queue p99 %llu pfc %llu (%.1f s)\n",
+                 scenario.c_str(), c.lossless ? "lossless" : "lossy", c.name.c_str(), r.p99, r.p50,
+                 static_cast<unsigned long long>(r.queue_p99), static_cast<unsigned long long>(r.pfc),
+                 r.json.value("wall_s", 0.0));
+    if (c.lossless)
+      sum[c.name] = r.json;
+    else
+      lossy[c.name] = r.json;
+  }
+  if (!lossy.empty()) sum["lossy"] = lossy;
+  sum["ok"] = ok;
+  rep.summary(sum);
+  return ok ? 0 : 1;
+}
+
+}  // namespace sroce::sim
