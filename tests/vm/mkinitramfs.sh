@@ -20,6 +20,8 @@ mkdir -p "$st/bin" "$st/sbin" "$st/etc" "$st/proc" "$st/sys" "$st/dev" "$st/tmp"
 cp /bin/busybox "$st/bin/busybox"
 cp "$here/init.sh" "$st/init"
 cp "$here/vm_test.sh" "$st/test/vm_test.sh"
+cp "$here/vm_rdmacm.sh" "$st/test/vm_rdmacm.sh"
+cp "$here/vm_pyverbs.sh" "$st/test/vm_pyverbs.sh"
 chmod +x "$st/init"
 echo "root:x:0:0:root:/:/bin/sh" >"$st/etc/passwd"
 echo "nobody:x:65534:65534:nobody:/:/bin/sh" >>"$st/etc/passwd"
@@ -51,6 +53,16 @@ for spec in "$@"; do
 	dst=${spec#*=}
 	[ "$dst" = "$spec" ] && dst=$src
 	mkdir -p "$st$(dirname "$dst")"
+	if [ -d "$src" ]; then
+		# A directory (python's stdlib, pyverbs): the tree, and the libraries its
+		# extension modules need.
+		mkdir -p "$st$dst"
+		cp -a "$src/." "$st$dst/"
+		find "$src" -name '*.so*' -type f | while read -r so; do
+			ldd "$so" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }'
+		done | sort -u | while read -r lib; do copy_lib "$lib"; done
+		continue
+	fi
 	cp -L "$src" "$st$dst"
 	case "$src" in *.driver) continue ;; esac
 	ldd "$src" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }' |

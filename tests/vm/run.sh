@@ -32,9 +32,33 @@ kroot=$("$src/tests/vm/kernel.sh" "$cache" "$kver")
 # Optional unchanged tools: only what exists on this machine.
 extra=""
 for f in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
-	/usr/bin/ibv_rc_pingpong /usr/bin/ib_write_bw /usr/bin/ib_send_lat; do
+	/usr/bin/ibv_rc_pingpong /usr/bin/ib_write_bw /usr/bin/ib_send_lat \
+	/usr/bin/ib_send_bw /usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy; do
 	[ -x "$f" ] && extra="$extra $f"
 done
+# rdma-core's pyverbs suite (python3-pyverbs): python with a stdlib pruned of what the
+# suite never imports, pyverbs, and the tests (gunzipped). SROCE_VM_PYVERBS=0 leaves it out.
+if [ "${SROCE_VM_PYVERBS:-1}" = 1 ] && [ -x /usr/bin/python3 ] && [ -d /usr/lib/python3/dist-packages/pyverbs ] &&
+	[ -d /usr/share/doc/rdma-core/tests ]; then
+	py=$(/usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')
+	rm -rf "$out/py"
+	mkdir -p "$out/py"
+	tar -C /usr/lib -cf - --exclude="$py/test" --exclude="$py/idlelib" --exclude="$py/tkinter" \
+		--exclude="$py/ensurepip" --exclude="$py/lib2to3" --exclude="$py/turtledemo" \
+		--exclude="$py/pydoc_data" --exclude="$py/config-*" --exclude="$py/distutils" \
+		--exclude="$py/site-packages" --exclude="$py/dist-packages" --exclude="$py/sqlite3" \
+		--exclude="$py/lib-dynload/_tkinter*" --exclude="$py/lib-dynload/_sqlite3*" \
+		--exclude="$py/lib-dynload/_dbm*" --exclude="$py/lib-dynload/_gdbm*" \
+		--exclude="$py/lib-dynload/_ssl*" --exclude="$py/lib-dynload/_hashlib*" \
+		--exclude="$py/lib-dynload/_curses*" --exclude="$py/lib-dynload/_test*" \
+		--exclude="$py/lib-dynload/xx*" --exclude="$py/lib-dynload/_ctypes_test*" \
+		"$py" | tar -C "$out/py" -xf -
+	cp -r /usr/share/doc/rdma-core/tests "$out/py/tests"
+	gunzip -f "$out/py/tests"/*.gz
+	extra="$extra /usr/bin/python3 $out/py/$py=/usr/lib/$py \
+		/usr/lib/python3/dist-packages/pyverbs=/usr/lib/python3/dist-packages/pyverbs \
+		$out/py/tests=/test/pyverbs"
+fi
 # shellcheck disable=SC2086
 "$src/tests/vm/mkinitramfs.sh" "$out/initramfs.cpio.gz" "$kroot" "$kver" \
 	"$out/kmod/rdma_sroce.ko" $extra "$@"

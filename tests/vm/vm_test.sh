@@ -293,6 +293,8 @@ expect "rdma link delete sroce2" rdma link delete sroce2
 $IP netns del h1
 $IP netns del h2
 
+[ -r /test/vm_rdmacm.sh ] && . /test/vm_rdmacm.sh
+[ -r /test/vm_pyverbs.sh ] && . /test/vm_pyverbs.sh
 echo "== unload"
 expect "rdma link delete sroce0" rdma link delete sroce0
 expect "rmmod rdma_sroce" rmmod rdma_sroce

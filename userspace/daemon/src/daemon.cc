@@ -247,7 +247,11 @@ bool Daemon::handle_events(int timeout_ns) {
 bool Daemon::pass(Time t) {
   bool work = dp_->poll();
   size_t n = dp_->rx_burst(rx_);
-  for (size_t i = 0; i < n; ++i) engine_->on_packet(rx_[i].payload, rx_[i].meta, t);
+  for (size_t i = 0; i < n; ++i) {
+    // QP1 of the kernel path is the module's (gsi.h), every other QP the engine's.
+    if (!svc_->on_gsi_packet(rx_[i].payload, rx_[i].meta))
+      engine_->on_packet(rx_[i].payload, rx_[i].meta, t);
+  }
   work |= n > 0;
   work |= svc_->poll_rings(t);
   if (engine_->next_deadline() <= t) {
@@ -257,7 +261,8 @@ bool Daemon::pass(Time t) {
   for (uint32_t i = 0; i < cfg_.datapath.batch; ++i) {
     auto buf = dp_->tx_buffer();
     if (buf.empty()) break;
-    auto p = engine_->poll_transmit(buf, t);
+    auto p = svc_->poll_gsi_transmit(buf, t);  // MADs first: few, and rdma_cm waits on them
+    if (!p) p = engine_->poll_transmit(buf, t);
     if (!p) break;
     dp_->tx_commit(p->len, p->meta);
     work = true;
@@ -363,7 +368,11 @@ std::string Daemon::stats_json(uint32_t) const {
         {"cqes", s.cqes},
         {"comp_events", s.comp_events},
         {"async_events", s.async_events},
-        {"event_drops", s.event_drops}}},
+        {"event_drops", s.event_drops},
+        {"gsi_sent", s.gsi_sent},
+        {"gsi_dropped", s.gsi_dropped},
+        {"gsi_received", s.gsi_received},
+        {"gsi_rx_dropped", s.gsi_rx_dropped}}},
       {"datapath",
        {{"kind", cfg_.datapath.kind},
         {"gso", cfg_.datapath.gso},

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "context.h"
+#include "gsi.h"
 #include "kernel_channel.h"
 #include "memory.h"
 #include "sroce/engine/engine.h"
@@ -38,7 +39,10 @@ struct ServiceStats {
   uint64_t comp_events = 0;
   uint64_t async_events = 0;
   uint64_t event_drops = 0;     // event sockets full or closed
-  uint64_t gsi_dropped = 0;     // kernel path: QP1 MADs not carried (no GSI yet)
+  uint64_t gsi_dropped = 0;     // kernel path: QP1 MADs not sent (queue full, unencodable)
+  uint64_t gsi_sent = 0;        // kernel path: QP1 MADs queued for the datapath (gsi.h)
+  uint64_t gsi_received = 0;    // kernel path: QP1 datagrams handed to the module
+  uint64_t gsi_rx_dropped = 0;  // kernel path: QP1 datagrams refused (gsi_decode, channel)
 };
 
 // What the service needs from the rest of the daemon.
@@ -102,6 +106,11 @@ class Service {
   Result<void> attach_kernel(const std::string& ibdev);
   bool kernel_attached() const { return kchan_ != nullptr; }
   size_t kernel_gid_count() const { return kchan_ ? kchan_->gid_count() : 0; }
+  // QP1 of the kernel path (gsi.h): a received datagram for QP1 goes to the
+  // module (true: consumed; false: not ours, the engine takes it), and the
+  // MADs the module sent leave through the datapath.
+  bool on_gsi_packet(std::span<const std::byte> payload, const PacketMeta& meta);
+  std::optional<TxPacket> poll_gsi_transmit(std::span<std::byte> out, Time now);
 
   static constexpr uint64_t kKeySocket = 1;
   static constexpr uint64_t kKeyDoorbell = 2;
@@ -158,6 +167,7 @@ class Service {
   // The kernel path (service_kernel.cc).
   void on_kernel_ready(uint32_t events, Time now);
   void on_kernel_request(uint32_t kctx, std::span<std::byte> msg, Time now);
+  void on_gsi_send(std::span<const std::byte> body);
   void kernel_detach(const char* why);
   int kernel_hello(uint32_t kctx, std::span<const std::byte> body, Reply& r);
   // Maps region `m` of the channel into `out`.
@@ -210,6 +220,7 @@ class Service {
   std::unordered_map<Handle, std::pair<uint32_t, uint32_t>> srq_owner_;  // engine srq -> (ctx, local)
   std::unique_ptr<KernelChannel> kchan_;
   std::unordered_map<uint32_t, uint32_t> kctx_;  // the module's context id -> ours
+  GsiTxQueue gsi_tx_;
 
   Time now_{};  // the loop's clock at the last pass (for control-path engine calls)
   std::vector<Wc> wc_scratch_;

@@ -85,9 +85,7 @@ void Service::on_kernel_ready(uint32_t events, Time now) {
         break;
       }
       case SROCE_KMSG_GSI_SEND:
-        // QP1 (rdma_cm) is not carried yet (docs/kmod.md, sroced step 7):
-        // the MAD is dropped as a lossy fabric would, and counted.
-        ++stats_.gsi_dropped;
+        on_gsi_send(body);
         break;
       default:
         ++stats_.ctl_garbage;
@@ -95,6 +93,48 @@ void Service::on_kernel_ready(uint32_t events, Time now) {
     }
   }
   if (kchan_ && (events & EPOLLERR)) kernel_detach("channel error");
+}
+
+void Service::on_gsi_send(std::span<const std::byte> body) {
+  // A MAD of QP1 (docs/kmod.md, "The GSI QP"): queued as one UD datagram for
+  // the loop's transmit step; a full queue drops it as a congested fabric
+  // would (UD, IBA 9.7.7; ib_mad retries on its own timeouts).
+  sroce_kgsi h;
+  if (!ext_as(body, h) || body.size() != sizeof h + h.len) {
+    ++stats_.ctl_garbage;
+    return;
+  }
+  if (gsi_tx_.push(h, body.subspan(sizeof h), cfg_.datapath.port)) {
+    ++stats_.gsi_sent;
+  } else {
+    ++stats_.gsi_dropped;
+    spdlog::debug("kernel path: QP1 MAD to QP {} dropped ({} queued)", h.remote_qpn,
+                  gsi_tx_.size());
+  }
+}
+
+bool Service::on_gsi_packet(std::span<const std::byte> payload, const PacketMeta& meta) {
+  if (!kchan_ || !gsi_is_qp1(payload)) return false;
+  sroce_kgsi h;
+  std::span<const std::byte> mad;
+  GsiDrop d = gsi_decode(payload, meta, true, h, mad);
+  if (d != GsiDrop::kNone) {
+    ++stats_.gsi_rx_dropped;
+    spdlog::debug("kernel path: datagram for QP1 dropped: {}", to_string(d));
+    return true;
+  }
+  int rc = kchan_->write_message(SROCE_KMSG_GSI_RECV, 0, &h, sizeof h, mad.data(), mad.size());
+  if (rc != 0) {
+    ++stats_.gsi_rx_dropped;
+    spdlog::debug("kernel path: GSI_RECV: {}", strerror(-rc));
+    return true;
+  }
+  ++stats_.gsi_received;
+  return true;
+}
+
+std::optional<TxPacket> Service::poll_gsi_transmit(std::span<std::byte> out, Time now) {
+  return gsi_tx_.pop(out, now);
 }
 
 int Service::kernel_hello(uint32_t kctx, std::span<const std::byte> body, Reply& r) {

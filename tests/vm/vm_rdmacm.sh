@@ -1,0 +1,145 @@
+# rdma_cm through the real sroced (sourced by vm_test.sh, which defines pass, fail,
+# expect, wait_for, port_state and IP).
+#
+# Two "hosts": network namespaces r1 and r2 joined by a veth pair, a sroce device on each
+# end and a real `sroced --kernel` in each namespace. The MADs of QP1 (ib_cm's REQ/REP/RTU,
+# SIDR for UD) go module -> GSI_SEND -> sroced -> RoCEv2 UD -> the other sroced ->
+# GSI_RECV -> module (docs/kmod.md, "The GSI QP"); the connections' data through the
+# sroceds' engines. Unchanged programs: rping, ib_send_bw -R, ib_write_bw -R, ucmatose,
+# udaddy; then sroced killed under a running rping. One SUMMARY line per program.
+rdmacm_main() {
+	if ! command -v sroced >/dev/null || ! command -v rping >/dev/null; then
+		echo "SUMMARY rdma_cm: skipped (sroced or rping not in the image)"
+		return 0
+	fi
+	echo "== rdma_cm between two hosts through sroced's kernel path (GSI)"
+	rc_t0=$(cut -d. -f1 /proc/uptime)
+	NS1=r1 NS2=r2 A1=10.2.0.1 A2=10.2.0.2
+	$IP netns add $NS1 && $IP netns add $NS2 || fail "ip netns add"
+	$IP link add veth4 type veth peer name veth5
+	$IP link set veth4 netns $NS1
+	$IP link set veth5 netns $NS2
+	$IP -n $NS1 addr add $A1/24 dev veth4
+	$IP -n $NS2 addr add $A2/24 dev veth5
+	$IP -n $NS1 link set lo up
+	$IP -n $NS2 link set lo up
+	$IP -n $NS1 link set veth4 up
+	$IP -n $NS2 link set veth5 up
+	expect "rdma link add sroce3 on veth4 ($NS1)" $IP netns exec $NS1 rdma link add sroce3 type sroce netdev veth4
+	expect "rdma link add sroce4 on veth5 ($NS2)" $IP netns exec $NS2 rdma link add sroce4 type sroce netdev veth5
+	mkdir -p /run/sroce
+	rdmacm_start_sroced 1
+	rdmacm_start_sroced 2
+	# The neighbours first: rdma_resolve_addr does its own ARP, but a first exchange
+	# should not race the kernel's resolution against TCG's slow clock.
+	$IP netns exec $NS1 ping -c 1 -W 5 $A2 >/dev/null 2>&1 || fail "ping $A2 from $NS1"
+
+	# ns_pair NAME TIMEOUT "SERVER CMD" "CLIENT CMD": server in r2, client in r1, PASS when
+	# both exit 0; their outputs in /tmp/srv.out and /tmp/cli.out.
+	ns_pair() {
+		name=$1 to=$2 scmd=$3 ccmd=$4
+		# shellcheck disable=SC2086
+		timeout "$to" $IP netns exec $NS2 $scmd >/tmp/srv.out 2>&1 &
+		spid=$!
+		sleep 2
+		# shellcheck disable=SC2086
+		timeout "$to" $IP netns exec $NS1 $ccmd >/tmp/cli.out 2>&1
+		crc=$?
+		wait "$spid"
+		src=$?
+		if [ "$crc" = 0 ] && [ "$src" = 0 ]; then pass "$name"; else
+			fail "$name (server $src, client $crc; 124 = timed out)"
+			sed 's/^/    server: /' /tmp/srv.out | tail -n 15
+			sed 's/^/    client: /' /tmp/cli.out | tail -n 15
+		fi
+		[ "$crc" = 0 ] && [ "$src" = 0 ]
+	}
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	if ns_pair "rping -V (10 pings of 1 KiB, data verified)" 60 "rping -s -a $A2 -C 10 -S 1024 -V -v" \
+		"rping -c -a $A2 -C 10 -S 1024 -V -v"; then
+		rp_n=$(grep -c "ping data" /tmp/cli.out)
+		t1=$(cut -d' ' -f1 /proc/uptime)
+		echo "SUMMARY rping: $rp_n pings verified in $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s (connect included)"
+		[ "$rp_n" -ge 10 ] && pass "rping client printed $rp_n verified pings" || fail "rping client printed $rp_n pings"
+	else
+		echo "SUMMARY rping: FAILED"
+	fi
+	for bw in ib_send_bw ib_write_bw; do
+		command -v $bw >/dev/null || continue
+		if ns_pair "$bw -R (rdma_cm)" 90 "$bw -R -d sroce4 -s 65536 -n 100 -F" \
+			"$bw -R -d sroce3 -s 65536 -n 100 -F $A2"; then
+			echo "SUMMARY $bw -R: $(grep -A1 -E '#bytes' /tmp/cli.out | tail -n1)"
+		else
+			echo "SUMMARY $bw -R: FAILED"
+		fi
+	done
+	if command -v ucmatose >/dev/null; then
+		if ns_pair "ucmatose (2 connections, 10 messages each)" 60 "ucmatose -b $A2 -c 2 -C 10" \
+			"ucmatose -s $A2 -c 2 -C 10"; then
+			echo "SUMMARY ucmatose: $(grep -E 'data transfers complete|completed' /tmp/cli.out | tail -n1)"
+		else
+			echo "SUMMARY ucmatose: FAILED"
+		fi
+	fi
+	if command -v udaddy >/dev/null; then
+		if ns_pair "udaddy (UD through SIDR)" 60 "udaddy -b $A2 -c 2 -C 10" "udaddy -s $A2 -c 2 -C 10"; then
+			echo "SUMMARY udaddy: $(grep -E 'data transfers complete|completed' /tmp/cli.out | tail -n1)"
+		else
+			echo "SUMMARY udaddy: FAILED"
+		fi
+	fi
+	echo "== sroced killed under a running rping"
+	timeout 60 $IP netns exec $NS2 rping -s -a $A2 -C 1000000 -S 1024 -V >/tmp/srv.out 2>&1 &
+	S=$!
+	sleep 2
+	timeout 60 $IP netns exec $NS1 rping -c -a $A2 -C 1000000 -S 1024 -V >/tmp/cli.out 2>&1 &
+	C=$!
+	sleep 4
+	running=0
+	kill -0 "$S" 2>/dev/null && kill -0 "$C" 2>/dev/null && running=1
+	kill -KILL "$SROCED1"
+	wait "$SROCED1" 2>/dev/null
+	wait "$C"
+	crc=$?
+	wait "$S"
+	src=$?
+	# The client's device lost its daemon: flushed completions, DEVICE_FATAL, an error.
+	# The server's peer went silent: its QP runs out of retries (IBA 9.7.5.1.4) or the
+	# connection is torn down; either way an error, within the timeout.
+	if [ "$running" = 1 ] && [ "$crc" != 0 ] && [ "$crc" != 124 ] && [ "$src" != 0 ] && [ "$src" != 124 ]; then
+		pass "rping ended with errors when sroced was killed (server $src, client $crc)"
+	else
+		fail "rping after sroced was killed: running $running, server $src, client $crc (124 = hung)"
+		tail -n 5 /tmp/srv.out /tmp/cli.out | sed 's/^/    /'
+	fi
+	rdmacm_stop_sroced 2
+	expect "rdma link delete sroce3" rdma link delete sroce3
+	expect "rdma link delete sroce4" rdma link delete sroce4
+	$IP netns del $NS1
+	$IP netns del $NS2
+	echo "    rdma_cm section: $(($(cut -d. -f1 /proc/uptime) - rc_t0)) s"
+}
+
+# rdmacm_start_sroced N: sroced for sroce(N+2) on its veth in namespace rN; sets SROCEDN.
+rdmacm_start_sroced() {
+	# (wait_for uses $n: these names are its own)
+	rs_n=$1 rs_dev=sroce$(($1 + 2)) rs_nd=veth$(($1 + 3))
+	$IP netns exec r$rs_n sroced --dev $rs_dev --netdev $rs_nd --kernel --socket /run/sroce/r$rs_n.sock \
+		--log-level info >/tmp/sroced.r$rs_n.out 2>&1 &
+	eval "SROCED$rs_n=$!"
+	if wait_for 30 sh -c "[ \"\$(cat /sys/class/infiniband/$rs_dev/ports/1/state)\" = '4: ACTIVE' ]"; then
+		pass "sroced --kernel for $rs_dev in r$rs_n: port ACTIVE"
+	else
+		fail "sroced --kernel for $rs_dev in r$rs_n did not attach"
+		sed 's/^/    sroced: /' /tmp/sroced.r$rs_n.out
+	fi
+}
+
+rdmacm_stop_sroced() {
+	eval "p=\$SROCED$1"
+	kill -TERM "$p" 2>/dev/null
+	wait "$p"
+	grep -E "QP1|GSI| error | critical " /tmp/sroced.r$1.out | tail -n 10 | sed "s/^/    sroced r$1: /"
+}
+
+rdmacm_main
