@@ -85,6 +85,7 @@ class Engine::Impl {
 
   // completions and events (objects.cc)
   void cq_push(uint32_t cq, const Wc& wc, bool solicited);
+  void cq_discard_qp(uint32_t cq, Qpn qpn);  // a QP's completions not yet polled
   void raise(AsyncEventType type, uint32_t element);
   void srq_check_limit(eng::Srq& srq, uint32_t slot);
 

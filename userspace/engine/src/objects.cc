@@ -218,6 +218,21 @@ Result<void> Engine::Impl::destroy_cq(Handle h) {
   return {};
 }
 
+// A QP moved to Reset leaves no completions behind in its CQs (as Linux's mlx4/mlx5 clean
+// the CQ on that transition): a program that restates a QP after an error, then polls, must
+// not see the old flush errors. Order of the other completions is kept.
+void Engine::Impl::cq_discard_qp(uint32_t s, Qpn qpn) {
+  Cq& cq = cqs_[s];
+  uint32_t out = cq.head;
+  for (uint32_t i = cq.head; i != cq.tail; ++i) {
+    const Wc& wc = cq.ring[i & cq.mask];
+    if (wc.qp_num == qpn) continue;
+    if (out != i) cq.ring[out & cq.mask] = wc;
+    ++out;
+  }
+  cq.tail = out;
+}
+
 void Engine::Impl::cq_push(uint32_t s, const Wc& wc, bool solicited) {
   Cq& cq = cqs_[s];
   if (cq.overflowed) return;
