@@ -1,6 +1,7 @@
 #!/bin/bash
 # Two hosts for the end-to-end tests: network namespaces h1 and h2 joined by a veth pair
-# (10.77.0.1/24 and 10.77.0.2/24, MTU 9000), each with its own sroced.
+# (10.77.0.1/24 and 10.77.0.2/24, and fd77::1/64 and fd77::2/64, MTU 9000), each with its own
+# sroced: GID 0 is the IPv4 address, GID 1 the IPv6 one.
 #
 #   hosts.sh up STATE_DIR BIN_DIR       create both hosts, start both daemons
 #   hosts.sh down STATE_DIR             stop the daemons, delete the namespaces
@@ -15,6 +16,7 @@ shift 2
 tag=$(echo -n "$state" | md5sum | cut -c1-6)
 ns() { echo "sre2e-$tag-$1"; }
 addr() { [ "$1" = h1 ] && echo 10.77.0.1 || echo 10.77.0.2; }
+addr6() { [ "$1" = h1 ] && echo fd77::1 || echo fd77::2; }
 dev() { [ "$1" = h1 ] && echo "se${tag}a" || echo "se${tag}b"; }
 
 start_daemon() {  # HOST
@@ -49,6 +51,8 @@ case $cmd in
       ip -n "$(ns "$h")" link set lo up
       ip -n "$(ns "$h")" link set "$(dev "$h")" mtu 9000 up
       ip -n "$(ns "$h")" addr add "$(addr "$h")/24" dev "$(dev "$h")"
+      # nodad: usable at once (a tentative address cannot be bound by the daemon's lanes)
+      ip -n "$(ns "$h")" addr add "$(addr6 "$h")/64" dev "$(dev "$h")" nodad
     done
     start_daemon h1 && start_daemon h2 || { down; exit 1; }
     ;;

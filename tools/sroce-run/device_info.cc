@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "control.h"
 #include "sroce_abi.h"
 
@@ -76,14 +78,23 @@ std::string query_netdev(const std::string& netdev, DeviceInfo* out) {
   out->gids.clear();
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return std::string("getifaddrs: ") + strerror(errno);
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    if (netdev != a->ifa_name) continue;
-    std::array<uint8_t, 16> gid{};
-    gid[10] = 0xff;
-    gid[11] = 0xff;
-    memcpy(&gid[12], &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, 4);
-    out->gids.push_back(gid);
+  // IPv4 first, then IPv6 without link-local: the order sroced lists them in (docs/sroced.md).
+  for (int family : {AF_INET, AF_INET6}) {
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != family) continue;
+      if (netdev != a->ifa_name) continue;
+      std::array<uint8_t, 16> gid{};
+      if (family == AF_INET) {
+        gid[10] = 0xff;
+        gid[11] = 0xff;
+        memcpy(&gid[12], &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, 4);
+      } else {
+        const in6_addr& a6 = reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr;
+        if (IN6_IS_ADDR_LINKLOCAL(&a6)) continue;
+        memcpy(gid.data(), &a6, 16);
+      }
+      out->gids.push_back(gid);
+    }
   }
   freeifaddrs(list);
   out->source = "interface " + netdev;
@@ -101,9 +112,16 @@ void resolve_netdevs(DeviceInfo* info, const std::string& fallback) {
     if (zero) continue;
     // Only a name that exists here: libibverbs turns it into an ifindex and fails if it can't.
     std::string name = (!fallback.empty() && if_nametoindex(fallback.c_str()) != 0) ? fallback : "";
+    const bool v4 = gid[10] == 0xff && gid[11] == 0xff &&
+                    std::all_of(gid.begin(), gid.begin() + 10, [](uint8_t b) { return b == 0; });
     for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-      if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-      if (memcmp(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, &gid[12], 4) == 0) {
+      if (a->ifa_addr == nullptr) continue;
+      const bool match =
+          v4 ? a->ifa_addr->sa_family == AF_INET &&
+                   memcmp(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, &gid[12], 4) == 0
+             : a->ifa_addr->sa_family == AF_INET6 &&
+                   memcmp(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, gid.data(), 16) == 0;
+      if (match) {
         name = a->ifa_name;
         break;
       }

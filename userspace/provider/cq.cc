@@ -94,13 +94,15 @@ bool take_flush(Cq* cq, sroce_cqe* out) {
 }
 
 // Takes the next completion: from the ring, or made up once the daemon is gone. Caller holds
-// cq->lock.
+// cq->lock. Entries cq_discard_qp marked (reserved0 = kCqeDiscarded) are consumed unseen.
 bool take_cqe(Cq* cq, sroce_cqe* out, bool* is_flush) {
   sroce_ring* hdr = cq->ring.header();
   uint32_t cons = hdr->cons;  // we are the only writer of cons
-  if (cons != cq->ring.load_prod_acquire()) {
+  const uint32_t prod = cq->ring.load_prod_acquire();
+  while (cons != prod) {
     memcpy(out, cq->ring.slot(cons), sizeof(*out));
-    cq->ring.store_cons_release(cons + 1);
+    cq->ring.store_cons_release(++cons);
+    if (out->reserved0 == kCqeDiscarded) continue;
     retire(cq, *out);
     *is_flush = false;
     return true;
@@ -343,6 +345,20 @@ int verb_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
 }
 
 void verb_cq_event(ibv_cq*) {}
+
+// A QP moved to Reset: its completions still in the ring are not to be reported (mlx4/mlx5
+// clean the CQ on that transition, and programs such as rdma-core's tests restate a QP after
+// an error and poll again). Entries between cons and prod belong to the consumer, so they can
+// be marked in place; the daemon's engine dropped those it had not moved to the ring yet.
+void cq_discard_qp(Cq* cq, uint32_t qpn) {
+  cq->lock.lock();
+  const uint32_t prod = cq->ring.load_prod_acquire();
+  for (uint32_t i = cq->ring.header()->cons; i != prod; ++i) {
+    auto* e = reinterpret_cast<sroce_cqe*>(cq->ring.slot(i));
+    if (e->qp_num == qpn) e->reserved0 = kCqeDiscarded;
+  }
+  cq->lock.unlock();
+}
 
 // Control path: replaces the CQ's QP table with one that has (or lacks) qp.
 void cq_attach_qp(Cq* cq, Qp* qp) {

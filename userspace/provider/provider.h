@@ -261,6 +261,9 @@ int verb_destroy_cq(ibv_cq*);
 int verb_poll_cq(ibv_cq*, int, ibv_wc*);
 int verb_req_notify_cq(ibv_cq*, int);
 void verb_cq_event(ibv_cq*);
+// sroce_cqe.reserved0 is 0 from the daemon; the provider marks entries it must skip.
+inline constexpr uint8_t kCqeDiscarded = 1;
+void cq_discard_qp(Cq* cq, uint32_t qpn);
 void cq_attach_qp(Cq* cq, Qp* qp);
 void cq_detach_qp(Cq* cq, Qp* qp);
 // qp.cc

@@ -241,6 +241,8 @@ int verb_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     qp->rq_lock.lock();
     qp->rq_shadow.tail.store(qp->rq_shadow.head.load());
     qp->rq_lock.unlock();
+    cq_discard_qp(qp->send_cq, qp->qpn);
+    if (qp->recv_cq != qp->send_cq) cq_discard_qp(qp->recv_cq, qp->qpn);
   }
   return 0;
 }

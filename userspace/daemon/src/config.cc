@@ -307,6 +307,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.string("device.name", c.device.name, {}, false, 63);
   r.string("device.netdev", c.device.netdev, {}, true, 15);
   r.ipv4_list("device.addresses", c.device.addresses);
+  r.boolean("device.ipv6", c.device.ipv6);
   r.string("device.kernel", c.device.kernel, {"auto", "on", "off"});
 
   r.string("control.socket", c.control.socket, {}, true, 107);

@@ -22,6 +22,7 @@ struct Config {
     std::string name = "sroce0";  // the RDMA device name applications see
     std::string netdev;           // interface whose addresses are the GIDs; "" = auto
     std::vector<std::string> addresses;  // explicit IPv4 GIDs; [] = the netdev's addresses
+    bool ipv6 = true;  // the netdev's IPv6 addresses (not link-local) as GIDs after the IPv4 ones
     // The kernel path (docs/kmod.md): "auto" serves rdma_sroce.ko's device
     // `name` when /dev/sroce and the device exist, "on" requires it, "off"
     // serves the socket only. Command line: --kernel (on) / --no-kernel (off).

@@ -33,6 +33,12 @@ constexpr uint64_t kKeyListen = 0xffff'ffff'0000'0001ull;
 constexpr uint64_t kKeySignal = 0xffff'ffff'0000'0002ull;
 constexpr uint64_t kKeyDatapath = 0xffff'ffff'0000'0003ull;
 
+std::string gid_str(const Gid& g) {
+  char b[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, g.raw, b, sizeof b);
+  return b;
+}
+
 std::string ipv4_str(uint32_t host_order) {
   in_addr a{htonl(host_order)};
   char b[INET_ADDRSTRLEN];
@@ -80,7 +86,9 @@ void Daemon::unwatch(int fd) { epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr); }
 Result<void> Daemon::start() {
   // GIDs: the configured addresses, else every IPv4 address of the netdev
   // (one RoCE v2 GID each, IPv4-mapped), else of the first interface that is
-  // up, not loopback and has one.
+  // up, not loopback and has one; then, with device.ipv6, that interface's
+  // IPv6 addresses except link-local ones (a link-local GID needs the
+  // interface as scope to be reached; Linux lists it for RoCE v1 use mostly).
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) return Error{errno, fmt::format("getifaddrs: {}", strerror(errno))};
   if (cfg_.device.addresses.empty()) {
@@ -101,6 +109,16 @@ Result<void> Daemon::start() {
     }
     netdev_ = cfg_.device.netdev;
   }
+  if (cfg_.device.ipv6 && !netdev_.empty()) {
+    for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 || netdev_ != i->ifa_name) continue;
+      const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr) || IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) continue;
+      Gid g;
+      memcpy(g.raw, &a6->sin6_addr, 16);
+      addrs6_.push_back(g);
+    }
+  }
   freeifaddrs(ifs);
   if (addrs_.empty()) {
     if (cfg_.device.netdev.empty())
@@ -108,6 +126,7 @@ Result<void> Daemon::start() {
     return Error{ENODEV, fmt::format("device.netdev: interface \"{}\" has no IPv4 address", cfg_.device.netdev)};
   }
   for (uint32_t a : addrs_) gids_.push_back(Gid::from_ipv4(a));
+  for (const Gid& g : addrs6_) gids_.push_back(g);
   if (!netdev_.empty()) mtu_ = netdev_mtu(netdev_);
 
   // The datapath first: it may carry less than the interface MTU (the DPDK
@@ -121,7 +140,7 @@ Result<void> Daemon::start() {
     return Error{EINVAL, "datapath.kind: \"dpdk\" is not built into this sroced (docs/dpdk.md)"};
 #endif
   } else {
-    auto dp = UdpDatapath::create(cfg_.datapath, addrs_);
+    auto dp = UdpDatapath::create(cfg_.datapath, addrs_, addrs6_);
     if (!dp) return dp.error();
     dp_ = std::move(*dp);
   }
@@ -205,6 +224,7 @@ Result<void> Daemon::start() {
 
   std::vector<std::string> a;
   for (uint32_t x : addrs_) a.push_back(ipv4_str(x));
+  for (const Gid& g : addrs6_) a.push_back(gid_str(g));
   spdlog::info("sroced: device {} on {} (mtu {}), GIDs [{}], udp port {}, socket {}", cfg_.device.name,
                netdev_.empty() ? "-" : netdev_, mtu_, fmt::join(a, ", "), cfg_.datapath.port, cfg_.socket_path());
   started_ = now();
@@ -328,6 +348,7 @@ std::string Daemon::stats_json(uint32_t) const {
   auto oc = svc_->object_counts();
   json gids = json::array();
   for (uint32_t a : addrs_) gids.push_back(ipv4_str(a));
+  for (const Gid& g : addrs6_) gids.push_back(gid_str(g));
   json dp_extra = json::object();
   if (std::string x = dp_->stats_json(); !x.empty()) dp_extra = json::parse(x);
   json lanes = json::array();

@@ -52,6 +52,7 @@ class Daemon {
   Config cfg_;
   std::vector<Gid> gids_;
   std::vector<uint32_t> addrs_;
+  std::vector<Gid> addrs6_;  // IPv6 GIDs (device.ipv6), after the IPv4 ones in gids_
   std::string netdev_;
   uint32_t mtu_ = 1500;
   std::unique_ptr<ProcessMemory> mem_;

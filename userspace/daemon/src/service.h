@@ -147,6 +147,7 @@ class Service {
   int op_dealloc_pd(Context& c, std::span<const std::byte> body);
   int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_dereg_mr(Context& c, std::span<const std::byte> body);
+  int op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_create_cq(Context& c, std::span<const std::byte> body, Reply& r);
   int op_destroy_cq(Context& c, std::span<const std::byte> body);
   int op_create_qp(Context& c, std::span<const std::byte> body, Reply& r);

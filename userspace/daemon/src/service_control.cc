@@ -262,6 +262,7 @@ int Service::dispatch(Context& c, uint16_t op, std::span<const std::byte> body, 
     case SROCE_OP_DEALLOC_PD: return op_dealloc_pd(c, body);
     case SROCE_OP_REG_MR: return op_reg_mr(c, body, r);
     case SROCE_OP_DEREG_MR: return op_dereg_mr(c, body);
+    case SROCE_OP_REREG_MR: return op_rereg_mr(c, body, r);
     case SROCE_OP_CREATE_CQ: return op_create_cq(c, body, r);
     case SROCE_OP_DESTROY_CQ: return op_destroy_cq(c, body);
     case SROCE_OP_CREATE_QP: return op_create_qp(c, body, r);

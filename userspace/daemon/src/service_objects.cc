@@ -176,6 +176,70 @@ int Service::op_dereg_mr(Context& c, std::span<const std::byte> body) {
   return 0;
 }
 
+// ibv_rereg_mr (SROCE_OP_REREG_MR): the MR changes in place and keeps its keys, so a peer
+// that was given the rkey goes on using it (programs do not exchange keys again). Flags and
+// errno follow the kernel's uverbs REREG_MR, which is what libibverbs users know: no flag or
+// an unknown one EINVAL (libibverbs 44 refuses unknown bits itself), a PD that is not the
+// caller's EINVAL, memory the process does not have EFAULT. Everything is checked
+// before the engine changes the MR, and the engine checks before it applies: on any error the
+// MR, its memory range and its PD are as they were.
+int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
+  sroce_rereg_mr req;
+  if (!body_as(body, req)) return -EINVAL;
+  auto it = c.mrs.find(req.lkey);
+  if (it == c.mrs.end()) return -EINVAL;
+  MrObj& m = it->second;
+  constexpr uint32_t kChanges =
+      IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+  if (req.flags == 0 || (req.flags & ~kChanges)) return -EINVAL;
+  // The kernel path's MRs are pinned pages mapped from the module, which has no rereg.
+  if (c.kernel) return -EOPNOTSUPP;
+  if constexpr (EngineHasIova<Engine>) {
+    // With an iova apart from the host address the range must be re-tagged too (memory.h).
+    spdlog::warn("context {}: rereg_mr with an iova-aware engine is not wired up", c.id);
+    return -EOPNOTSUPP;
+  }
+  uint32_t pd_handle = m.pd;
+  Handle engine_pd = kNoHandle;
+  if (req.flags & IBV_REREG_MR_CHANGE_PD) {
+    auto pd = c.pds.find(req.pd);
+    if (pd == c.pds.end()) return -EINVAL;
+    pd_handle = req.pd;
+    engine_pd = pd->second.engine;
+  }
+  const uint32_t access = (req.flags & IBV_REREG_MR_CHANGE_ACCESS) ? req.access : m.access;
+  uint64_t addr = m.addr, length = m.length;
+  if (req.flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+    if (req.length == 0 || req.addr + req.length < req.addr ||
+        req.addr + req.length > ProcessMemory::kVaMask)
+      return -EINVAL;
+    // The engine keys the MR with the address itself, or 0 when zero-based.
+    if (req.iova != ((access & IBV_ACCESS_ZERO_BASED) ? 0 : req.addr)) return -EOPNOTSUPP;
+    std::byte probe;
+    iovec l{&probe, 1};
+    for (uint64_t a : {req.addr, req.addr + req.length - 1}) {
+      iovec rem{reinterpret_cast<void*>(a), 1};
+      if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
+    }
+    addr = req.addr;
+    length = req.length;
+  }
+  auto rc = engine_.rereg_mr(req.lkey, req.flags & kChanges, engine_pd, addr, length, access);
+  if (!rc) return fail(c, "rereg_mr", rc.error());
+  if (addr != m.addr || length != m.length) {
+    mem_.add_range(c.tag, addr, length);  // before the old one goes: ranges may overlap
+    mem_.remove_range(c.tag, m.addr, m.length);
+  }
+  m.pd = pd_handle;
+  m.addr = addr;
+  m.length = length;
+  m.access = access;
+  auto& resp = r.as<sroce_reg_mr_resp>();
+  resp.lkey = req.lkey;
+  resp.rkey = m.rkey;
+  return 0;
+}
+
 int Service::op_create_channel(Context& c, Reply& r) {
   if (c.object_count() >= cfg_.control.max_objects_per_context) return -ENOMEM;
   int sv[2];

@@ -2,6 +2,8 @@
 #include "udp_datapath.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <linux/in6.h>  // after netinet/in.h: IPV6_FLOWLABEL_MGR, in6_flowlabel_req
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <sys/eventfd.h>
@@ -30,10 +32,19 @@ void set_buf(int fd, int force_opt, int opt, uint32_t bytes) {
   if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof v) != 0) setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
 }
 
-size_t hash_port(uint32_t src, uint16_t sport, size_t mask) {
-  uint64_t k = (uint64_t{src} << 16) ^ sport;
+size_t hash_port(const Gid& src, uint16_t sport, size_t mask) {
+  uint64_t a, b;
+  memcpy(&a, src.raw, 8);
+  memcpy(&b, src.raw + 8, 8);
+  uint64_t k = ((b << 16) ^ sport ^ (a * 0xbf58476d1ce4e5b9ull));
   k *= 0x9e3779b97f4a7c15ull;
   return static_cast<size_t>(k >> 32) & mask;
+}
+
+in6_addr to_in6(const Gid& g) {
+  in6_addr a;
+  memcpy(&a, g.raw, 16);
+  return a;
 }
 
 }  // namespace
@@ -43,21 +54,53 @@ UdpDatapath::UdpDatapath(const Config::Datapath& cfg) : cfg_(cfg) {}
 UdpDatapath::~UdpDatapath() {
   if (ring_ok_) io_uring_queue_exit(&ring_);
   for (size_t i = 0; i < port_count_; ++i)
-    if (port_fd_[i] >= 0 && port_fd_[i] != rx_fd_) close(port_fd_[i]);
+    if (port_fd_[i] >= 0 && port_fd_[i] != rx_fd_ && port_fd_[i] != rx6_fd_) close(port_fd_[i]);
   if (rx_fd_ >= 0) close(rx_fd_);
+  if (rx6_fd_ >= 0) close(rx6_fd_);
   if (event_fd_ >= 0) close(event_fd_);
 }
 
 Result<std::unique_ptr<UdpDatapath>> UdpDatapath::create(const Config::Datapath& cfg,
-                                                         std::span<const uint32_t> local_addrs) {
+                                                         std::span<const uint32_t> local_addrs,
+                                                         std::span<const Gid> local_addrs6) {
   std::unique_ptr<UdpDatapath> dp(new UdpDatapath(cfg));
-  auto r = dp->init(local_addrs);
+  auto r = dp->init(local_addrs, local_addrs6);
   if (!r) return r.error();
   return dp;
 }
 
-Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs) {
+// The IPv6 receive socket: RoCEv2 over IPv6 (Annex A17.4.5.1: the GRH is the IPv6 header).
+// V6ONLY, so IPv4 keeps its own socket and its IPv4-only options (DF, identification 0).
+// The traffic class (ECN), destination, hop limit and flow label of each datagram come as
+// cmsgs, so the engine sees the GRH fields a UD receive reports.
+Result<void> UdpDatapath::open_rx6() {
+  rx6_fd_ = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (rx6_fd_ < 0) return sys_error("socket(AF_INET6, SOCK_DGRAM)");
+  int one = 1;
+  if (setsockopt(rx6_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
+    return sys_error("setsockopt(IPV6_V6ONLY)");
+  if (cfg_.gro && setsockopt(rx6_fd_, IPPROTO_UDP, UDP_GRO, &one, sizeof one) != 0)
+    return sys_error("setsockopt(UDP_GRO) on IPv6");
+  for (int opt : {IPV6_RECVTCLASS, IPV6_RECVPKTINFO, IPV6_RECVHOPLIMIT, IPV6_FLOWINFO, IPV6_FLOWINFO_SEND})
+    if (setsockopt(rx6_fd_, IPPROTO_IPV6, opt, &one, sizeof one) != 0)
+      return sys_error(fmt::format("setsockopt(IPPROTO_IPV6, {})", opt));
+  int pmtu = IPV6_PMTUDISC_DO;
+  if (setsockopt(rx6_fd_, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu) != 0)
+    return sys_error("setsockopt(IPV6_MTU_DISCOVER)");
+  set_buf(rx6_fd_, SO_RCVBUFFORCE, SO_RCVBUF, cfg_.rcvbuf);
+  set_buf(rx6_fd_, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.sndbuf);
+  sockaddr_in6 any{};
+  any.sin6_family = AF_INET6;
+  any.sin6_port = htons(cfg_.port);
+  any.sin6_addr = in6addr_any;
+  if (bind(rx6_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
+    return sys_error(fmt::format("bind([::]:{}) (datapath.port)", cfg_.port));
+  return {};
+}
+
+Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs, std::span<const Gid> local_addrs6) {
   local_addrs_.assign(local_addrs.begin(), local_addrs.end());
+  local_addrs6_.assign(local_addrs6.begin(), local_addrs6.end());
 
   // Blocking on purpose: io_uring then waits for socket-buffer space
   // instead of failing a send with EAGAIN (see the header).
@@ -78,6 +121,10 @@ Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs) {
   any.sin_port = htons(cfg_.port);
   if (bind(rx_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
     return sys_error(fmt::format("bind(0.0.0.0:{}) (datapath.port; is another sroced running?)", cfg_.port));
+  if (!local_addrs6_.empty()) {
+    auto r6 = open_rx6();
+    if (!r6) return r6;
+  }
 
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) return sys_error("eventfd");
@@ -102,17 +149,28 @@ Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs) {
   // full). They leave from port 4791 (one fabric path) instead of being
   // dropped; tx_port_errors counts them. It is not in the hash nor in
   // port_stats().
-  ports_.resize(cfg_.max_tx_ports + 1);
-  port_fd_.assign(cfg_.max_tx_ports + 1, -1);
+  // Two more with IPv6: the IPv6 socket's own entry.
+  ports_.resize(cfg_.max_tx_ports + 2);
+  port_fd_.assign(cfg_.max_tx_ports + 2, -1);
+  port_src_.assign(cfg_.max_tx_ports + 2, Gid{});
+  port_label_.assign(cfg_.max_tx_ports + 2, 0);
   fallback_port_ = static_cast<int>(cfg_.max_tx_ports);
   ports_[fallback_port_].port = cfg_.port;
   port_fd_[fallback_port_] = rx_fd_;
+  if (rx6_fd_ >= 0) {
+    fallback6_port_ = fallback_port_ + 1;
+    ports_[fallback6_port_].port = cfg_.port;
+    port_fd_[fallback6_port_] = rx6_fd_;
+  }
 
-  rx_.resize(cfg_.rx_buffers);
-  rx_ready_.assign(cfg_.rx_buffers, 0);
-  rx_rearm_.assign(cfg_.rx_buffers, 0);
-  for (uint32_t i = 0; i < cfg_.rx_buffers; ++i) {
+  // rx_buffers receives per socket.
+  const uint32_t nrx = cfg_.rx_buffers * (rx6_fd_ >= 0 ? 2 : 1);
+  rx_.resize(nrx);
+  rx_ready_.assign(nrx, 0);
+  rx_rearm_.assign(nrx, 0);
+  for (uint32_t i = 0; i < nrx; ++i) {
     rx_[i].buf = std::make_unique<std::byte[]>(cfg_.rx_buffer_bytes);
+    rx_[i].fd = i < cfg_.rx_buffers ? rx_fd_ : rx6_fd_;
     arm_rx(i);
   }
 
@@ -151,7 +209,7 @@ void UdpDatapath::arm_rx(uint32_t idx) {
     sqes_pending_ = 0;
     sqe = io_uring_get_sqe(&ring_);
   }
-  io_uring_prep_recvmsg(sqe, rx_fd_, &s.msg, 0);
+  io_uring_prep_recvmsg(sqe, s.fd, &s.msg, 0);
   io_uring_sqe_set_data64(sqe, kRxTag | idx);
   ++sqes_pending_;
 }
@@ -166,7 +224,7 @@ void UdpDatapath::parse_rx(RxSlot& s, int res) {
   s.len = static_cast<uint32_t>(res);
   s.seg = s.len;
   s.meta = PacketMeta{};
-  uint32_t dst = 0;
+  bool have_dst = false;
   for (cmsghdr* c = CMSG_FIRSTHDR(&s.msg); c; c = CMSG_NXTHDR(&s.msg, c)) {
     if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
       int seg;
@@ -179,17 +237,43 @@ void UdpDatapath::parse_rx(RxSlot& s, int res) {
     } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
       in_pktinfo pi;
       memcpy(&pi, CMSG_DATA(c), sizeof pi);
-      dst = ntohl(pi.ipi_addr.s_addr);
+      s.meta.dst = Gid::from_ipv4(ntohl(pi.ipi_addr.s_addr));
+      have_dst = pi.ipi_addr.s_addr != 0;
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+      int tc;
+      memcpy(&tc, CMSG_DATA(c), sizeof tc);
+      s.meta.traffic_class = static_cast<uint8_t>(tc);
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+      in6_pktinfo pi;
+      memcpy(&pi, CMSG_DATA(c), sizeof pi);
+      memcpy(s.meta.dst.raw, &pi.ipi6_addr, 16);
+      have_dst = true;
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) {
+      int hl;
+      memcpy(&hl, CMSG_DATA(c), sizeof hl);
+      s.meta.hop_limit = static_cast<uint8_t>(hl);
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_FLOWINFO) {
+      uint32_t fi;
+      memcpy(&fi, CMSG_DATA(c), sizeof fi);
+      s.meta.flow_label = ntohl(fi) & 0xfffff;
     }
   }
-  if (s.from.sin_family != AF_INET || dst == 0) {
+  if (s.from.sin6_family == AF_INET) {
+    sockaddr_in from4;
+    memcpy(&from4, &s.from, sizeof from4);
+    s.meta.src = Gid::from_ipv4(ntohl(from4.sin_addr.s_addr));
+    s.meta.src_port = ntohs(from4.sin_port);
+  } else if (s.from.sin6_family == AF_INET6) {
+    memcpy(s.meta.src.raw, &s.from.sin6_addr, 16);
+    s.meta.src_port = ntohs(s.from.sin6_port);
+  } else {
+    have_dst = false;
+  }
+  if (!have_dst) {
     ++stats_.rx_dropped;
     s.len = 0;
     return;
   }
-  s.meta.src = Gid::from_ipv4(ntohl(s.from.sin_addr.s_addr));
-  s.meta.dst = Gid::from_ipv4(dst);
-  s.meta.src_port = ntohs(s.from.sin_port);
   s.meta.dst_port = cfg_.port;
   ++stats_.rx_batches;
 }
@@ -268,20 +352,77 @@ size_t UdpDatapath::rx_burst(std::span<RxPacket> out) {
   return n;
 }
 
-int UdpDatapath::find_tx_port(uint32_t src, uint16_t sport) {
+int UdpDatapath::find_tx_port(const Gid& src, uint16_t sport) {
   size_t mask = port_hash_.size() - 1;
   for (size_t h = hash_port(src, sport, mask);; h = (h + 1) & mask) {
     int32_t i = port_hash_[h];
     if (i < 0) return -1;
-    if (ports_[i].local_addr == src && ports_[i].port == sport) return i;
+    if (ports_[i].port == sport && port_src_[i] == src) return i;
   }
 }
 
-int UdpDatapath::open_tx_port(uint32_t src, uint16_t sport) {
+// An IPv6 lane socket bound to [src]:sport (like the IPv4 ones below); -1 if it cannot be.
+int UdpDatapath::open_socket6(const Gid& src, uint16_t sport) {
+  int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1, pmtu = IPV6_PMTUDISC_DO;
+  bool ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) == 0 &&
+            setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu) == 0 &&
+            setsockopt(fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND, &one, sizeof one) == 0;
+  if (ok) {
+    set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.sndbuf);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(sport);
+    bool local = false;
+    for (const Gid& l : local_addrs6_) local = local || l == src;
+    a.sin6_addr = local ? to_in6(src) : in6addr_any;
+    ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  if (!ok) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// IBA's GRH flow label (Annex A17.4.5.1: the IPv6 flow label) is the AV's. Linux sends a
+// chosen label only from a socket that leased it (IPV6_FLOWLABEL_MGR); a lease is taken the
+// first time a lane socket sends with that label. A refused lease (label held exclusively
+// elsewhere, stateless-range policy) leaves the kernel's automatic label: the ICRC masks the
+// flow label anyway (A17.4.5.2), so only the path choice of a label-hashing fabric changes.
+void UdpDatapath::lease_flow_label(uint32_t pi, uint32_t label) {
+  if (label == 0 || port_label_[pi] == label) return;
+  in6_flowlabel_req req{};
+  req.flr_label = htonl(label & 0xfffff);
+  req.flr_action = IPV6_FL_A_GET;
+  req.flr_flags = IPV6_FL_F_CREATE;
+  req.flr_share = IPV6_FL_S_ANY;
+  req.flr_linger = 1;
+  req.flr_expires = 0;
+  req.flr_dst = in6addr_any;
+  if (setsockopt(port_fd_[pi], IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, &req, sizeof req) == 0) {
+    port_label_[pi] = label;
+  } else {
+    ++flow_label_refused_;
+  }
+}
+
+int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
   if (port_count_ >= cfg_.max_tx_ports) return -1;
   int fd = -1;
+  const bool v4 = src.is_ipv4();
+  const int well_known = v4 ? rx_fd_ : rx6_fd_;
   if (sport == cfg_.port) {
-    fd = rx_fd_;
+    fd = well_known;
+  } else if (!v4) {
+    fd = open_socket6(src, sport);
+    if (fd < 0) {
+      fd = well_known;
+      ++stats_.tx_port_errors;
+    }
   } else {
     fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     bool ok = fd >= 0;
@@ -295,8 +436,8 @@ int UdpDatapath::open_tx_port(uint32_t src, uint16_t sport) {
       a.sin_family = AF_INET;
       a.sin_port = htons(sport);
       bool local = false;
-      for (uint32_t l : local_addrs_) local = local || l == src;
-      a.sin_addr.s_addr = local ? htonl(src) : htonl(INADDR_ANY);
+      for (uint32_t l : local_addrs_) local = local || l == src.ipv4();
+      a.sin_addr.s_addr = local ? htonl(src.ipv4()) : htonl(INADDR_ANY);
       ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     }
     if (!ok) {
@@ -310,7 +451,9 @@ int UdpDatapath::open_tx_port(uint32_t src, uint16_t sport) {
   size_t i = port_count_++;
   ports_[i] = PortStats{};
   ports_[i].port = sport;
-  ports_[i].local_addr = src;
+  ports_[i].local_addr = v4 ? src.ipv4() : 0;  // PortStats is IPv4-only; port_src_ has it all
+  port_src_[i] = src;
+  port_label_[i] = 0;
   port_fd_[i] = fd;
   size_t mask = port_hash_.size() - 1;
   size_t h = hash_port(src, sport, mask);
@@ -382,11 +525,14 @@ std::span<std::byte> UdpDatapath::tx_buffer() {
 
 void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (tx_write_ < 0 || len == 0 || len > Engine::kMaxPacket) return;
-  if (!meta.dst.is_ipv4()) {  // IPv6 GIDs: not carried by this datapath yet
+  const bool v4 = meta.dst.is_ipv4();
+  // IPv4 to IPv6 (or the reverse), or IPv6 without an IPv6 GID of ours: nothing can carry it.
+  if (v4 != meta.src.is_ipv4() || (!v4 && rx6_fd_ < 0)) {
     ++stats_.tx_errors;
     return;
   }
-  TxKey key{meta.src.ipv4(), meta.dst.ipv4(), meta.src_port, meta.dst_port, meta.traffic_class};
+  TxKey key{meta.src, meta.dst, meta.src_port, meta.dst_port, meta.traffic_class,
+            static_cast<uint8_t>(v4 ? 0 : meta.hop_limit), v4 ? 0u : (meta.flow_label & 0xfffff)};
   const int wi = tx_write_;
   TxSlot& w = tx_[wi];
   const std::byte* src = w.buf.get() + w.len;  // where the engine wrote it
@@ -426,8 +572,9 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (pi < 0) pi = open_tx_port(key.src, key.sport);
   if (pi < 0) {  // table full: max_tx_ports distinct lanes already
     ++stats_.tx_port_errors;
-    pi = fallback_port_;
+    pi = v4 ? fallback_port_ : fallback6_port_;
   }
+  if (!v4) lease_flow_label(static_cast<uint32_t>(pi), key.flow_label);
   t.key = key;
   t.seg = static_cast<uint32_t>(len);
   t.len = len;
@@ -450,28 +597,49 @@ void UdpDatapath::send_queued() {
   for (size_t i = 0; i < tx_queued_count_; ++i) {
     uint32_t idx = tx_queued_[i];
     TxSlot& s = tx_[idx];
+    const bool v4 = s.key.dst.is_ipv4();
     s.to = {};
-    s.to.sin_family = AF_INET;
-    s.to.sin_port = htons(s.key.dport);
-    s.to.sin_addr.s_addr = htonl(s.key.dst);
+    if (v4) {
+      sockaddr_in to4{};
+      to4.sin_family = AF_INET;
+      to4.sin_port = htons(s.key.dport);
+      to4.sin_addr.s_addr = htonl(s.key.dst.ipv4());
+      memcpy(&s.to, &to4, sizeof to4);
+    } else {
+      s.to.sin6_family = AF_INET6;
+      s.to.sin6_port = htons(s.key.dport);
+      s.to.sin6_addr = to_in6(s.key.dst);
+      // Only a leased label may be named; else 0 = the kernel's automatic one.
+      if (s.key.flow_label != 0 && port_label_[s.port_index] == s.key.flow_label)
+        s.to.sin6_flowinfo = htonl(s.key.flow_label);
+    }
     s.iov = {s.buf.get(), s.len};
     s.msg = {};
     s.msg.msg_name = &s.to;
-    s.msg.msg_namelen = sizeof s.to;
+    s.msg.msg_namelen = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
     s.msg.msg_iov = &s.iov;
     s.msg.msg_iovlen = 1;
     s.msg.msg_control = s.control;
     s.msg.msg_controllen = sizeof s.control;
+    memset(s.control, 0, sizeof s.control);  // CMSG_NXTHDR reads the next header's length
     cmsghdr* c = CMSG_FIRSTHDR(&s.msg);
     size_t clen = 0;
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_TOS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    int tos = s.key.tos;
-    memcpy(CMSG_DATA(c), &tos, sizeof tos);
-    clen += CMSG_SPACE(sizeof(int));
-    if (s.nsegs > 1) {
+    auto put_int = [&](int level, int type, int v) {
+      c->cmsg_level = level;
+      c->cmsg_type = type;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &v, sizeof v);
+      clen += CMSG_SPACE(sizeof(int));
       c = CMSG_NXTHDR(&s.msg, c);
+    };
+    if (v4) {
+      put_int(IPPROTO_IP, IP_TOS, s.key.tos);
+    } else {
+      // The GRH's traffic class and hop limit (A17.4.5.1) for every segment of this send.
+      put_int(IPPROTO_IPV6, IPV6_TCLASS, s.key.tos);
+      put_int(IPPROTO_IPV6, IPV6_HOPLIMIT, s.key.hop_limit != 0 ? s.key.hop_limit : 64);
+    }
+    if (s.nsegs > 1) {
       c->cmsg_level = SOL_UDP;
       c->cmsg_type = UDP_SEGMENT;
       c->cmsg_len = CMSG_LEN(sizeof(uint16_t));

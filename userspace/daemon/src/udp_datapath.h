@@ -2,12 +2,16 @@
 //
 //  * one receive socket bound to the RoCEv2 port (4791, Annex A17.2.1) with
 //    UDP_GRO, IP_RECVTOS (ECN) and IP_PKTINFO; `rx_buffers` receives stay
-//    posted in the ring, each big enough for one GRO batch;
+//    posted in the ring, each big enough for one GRO batch; with IPv6 GIDs a
+//    second one on [::]:4791 (IPV6_V6ONLY) with IPV6_RECVTCLASS, _RECVPKTINFO,
+//    _RECVHOPLIMIT and IPV6_FLOWINFO, and as many receives of its own;
 //  * one send socket per lane source port, bound to local-address:sport
 //    (the source port is the lane's ECMP entropy), opened the first time the
 //    engine uses that port; IP_PMTUDISC_DO so IPv4 leaves with DF and, on an
 //    unconnected socket, identification 0, which the ICRC assumes
-//    (proto/icrc.h);
+//    (proto/icrc.h); for IPv6 (Annex A17.4.5.1: the GRH becomes the IPv6
+//    header) IPV6_PMTUDISC_DO, traffic class and hop limit as cmsgs per send,
+//    the flow label through a lease on the socket (IPV6_FLOWLABEL_MGR);
 //  * packets of one burst with the same (source, destination, source port,
 //    TOS) and size are packed into one buffer, in order, and sent with one
 //    sendmsg carrying UDP_SEGMENT (GSO); a shorter packet may end a batch.
@@ -34,10 +38,12 @@ namespace sroce::daemon {
 
 class UdpDatapath final : public Datapath {
  public:
-  // Opens the receive socket and the ring. `local_addrs` are host-order IPv4
-  // addresses the daemon owns (its GIDs).
+  // Opens the receive socket(s) and the ring. `local_addrs` are host-order
+  // IPv4 addresses the daemon owns, `local_addrs6` its IPv6 GIDs (none: no
+  // IPv6 socket).
   static Result<std::unique_ptr<UdpDatapath>> create(const Config::Datapath& cfg,
-                                                     std::span<const uint32_t> local_addrs);
+                                                     std::span<const uint32_t> local_addrs,
+                                                     std::span<const Gid> local_addrs6 = {});
   ~UdpDatapath() override;
 
   size_t rx_burst(std::span<RxPacket> out) override;
@@ -51,6 +57,7 @@ class UdpDatapath final : public Datapath {
   std::span<const PortStats> port_stats() const override { return {ports_.data(), port_count_}; }
 
   uint16_t bound_port() const { return cfg_.port; }
+  uint64_t flow_label_refused() const { return flow_label_refused_; }
 
   // Largest UDP payload of one GSO send (65535 - IPv4 - UDP headers).
   static constexpr size_t kGsoMaxBytes = 65535 - 20 - 8;
@@ -61,8 +68,9 @@ class UdpDatapath final : public Datapath {
     std::unique_ptr<std::byte[]> buf;
     msghdr msg{};
     iovec iov{};
-    sockaddr_in from{};
-    alignas(8) unsigned char control[128];
+    sockaddr_in6 from{};  // sockaddr_in on the IPv4 socket
+    int fd = -1;
+    alignas(8) unsigned char control[192];
     // Filled on completion.
     uint32_t len = 0;      // bytes received
     uint32_t seg = 0;      // GRO segment size (== len when not coalesced)
@@ -71,9 +79,11 @@ class UdpDatapath final : public Datapath {
   };
 
   struct TxKey {
-    uint32_t src = 0, dst = 0;  // host order IPv4
+    Gid src, dst;  // IPv4-mapped for IPv4
     uint16_t sport = 0, dport = 0;
     uint8_t tos = 0;
+    uint8_t hop_limit = 0;    // IPv6 only
+    uint32_t flow_label = 0;  // IPv6 only
     bool operator==(const TxKey&) const = default;
   };
 
@@ -81,8 +91,8 @@ class UdpDatapath final : public Datapath {
     std::unique_ptr<std::byte[]> buf;
     msghdr msg{};
     iovec iov{};
-    sockaddr_in to{};
-    alignas(8) unsigned char control[64];
+    sockaddr_in6 to{};  // sockaddr_in for IPv4
+    alignas(8) unsigned char control[96];
     TxKey key;
     size_t len = 0;
     uint32_t seg = 0;      // segment size (first packet's length)
@@ -92,12 +102,15 @@ class UdpDatapath final : public Datapath {
   };
 
   explicit UdpDatapath(const Config::Datapath& cfg);
-  Result<void> init(std::span<const uint32_t> local_addrs);
+  Result<void> init(std::span<const uint32_t> local_addrs, std::span<const Gid> local_addrs6);
+  Result<void> open_rx6();
   void arm_rx(uint32_t idx);
   void parse_rx(RxSlot& s, int res);
   bool reap();
-  int open_tx_port(uint32_t src, uint16_t sport);  // index into ports_, or -1
-  int find_tx_port(uint32_t src, uint16_t sport);
+  int open_tx_port(const Gid& src, uint16_t sport);  // index into ports_, or -1
+  int find_tx_port(const Gid& src, uint16_t sport);
+  int open_socket6(const Gid& src, uint16_t sport);
+  void lease_flow_label(uint32_t port_index, uint32_t label);
   bool slot_can_append(const TxSlot& s) const;
   void close_slot(uint32_t open_index);  // queue (or free, if empty) tx_open_[i]
   int open_slot();                       // a fresh batch from the free list
@@ -108,6 +121,7 @@ class UdpDatapath final : public Datapath {
   io_uring ring_{};
   bool ring_ok_ = false;
   int rx_fd_ = -1;
+  int rx6_fd_ = -1;  // [::]:port, when the daemon has IPv6 GIDs
   int event_fd_ = -1;
   uint32_t sqes_pending_ = 0;
 
@@ -137,6 +151,11 @@ class UdpDatapath final : public Datapath {
   std::vector<int32_t> port_hash_;  // -1 empty, else index into ports_
   int fallback_port_ = 0;  // ports_ index of the well-known port's entry (open_tx_port(0, port))
   std::vector<uint32_t> local_addrs_;
+  std::vector<Gid> local_addrs6_;
+  std::vector<Gid> port_src_;          // per ports_ entry: its source address
+  std::vector<uint32_t> port_label_;   // per ports_ entry: the flow label leased last
+  int fallback6_port_ = -1;            // the IPv6 socket's entry, like fallback_port_
+  uint64_t flow_label_refused_ = 0;    // leases the kernel refused (automatic label used)
 
   DatapathStats stats_;
 };

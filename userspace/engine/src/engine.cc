@@ -80,6 +80,10 @@ Result<MrKeys> Engine::reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_
   return impl_->reg_mr(pd, addr, length, access);
 }
 Result<void> Engine::dereg_mr(uint32_t lkey) { return impl_->dereg_mr(lkey); }
+Result<void> Engine::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr,
+                              uint64_t length, uint32_t access) {
+  return impl_->rereg_mr(lkey, flags, pd, addr, length, access);
+}
 Result<Handle> Engine::create_cq(uint32_t cqe) { return impl_->create_cq(cqe); }
 Result<void> Engine::destroy_cq(Handle cq) { return impl_->destroy_cq(cq); }
 Result<Handle> Engine::create_srq(Handle pd, const SrqAttr& attr) {

@@ -42,6 +42,8 @@ class Engine::Impl {
   Result<void> dealloc_pd(Handle pd);
   Result<MrKeys> reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access);
   Result<void> dereg_mr(uint32_t lkey);
+  Result<void> rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr, uint64_t length,
+                        uint32_t access);
   Result<Handle> create_cq(uint32_t cqe);
   Result<void> destroy_cq(Handle cq);
   Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
@@ -83,6 +85,7 @@ class Engine::Impl {
 
   // completions and events (objects.cc)
   void cq_push(uint32_t cq, const Wc& wc, bool solicited);
+  void cq_discard_qp(uint32_t cq, Qpn qpn);  // a QP's completions not yet polled
   void raise(AsyncEventType type, uint32_t element);
   void srq_check_limit(eng::Srq& srq, uint32_t slot);
 

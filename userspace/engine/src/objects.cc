@@ -157,6 +157,44 @@ Result<void> Engine::Impl::dereg_mr(uint32_t lkey) {
   return {};
 }
 
+// Check, then apply: the MR changes only when every requested change is valid. The keys stay
+// (a peer holding the rkey sees the new range and rights at once, as on rxe and mlx4); the
+// key byte is not renewed because programs do not exchange keys again after a rereg.
+Result<void> Engine::Impl::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr,
+                                    uint64_t length, uint32_t access) {
+  Mr* mr = mr_by_lkey(lkey);
+  if (!mr) return err(EINVAL, "rereg_mr: no MR with this lkey");
+  constexpr uint32_t kKnown = kReregTranslation | kReregPd | kReregAccess;
+  if (flags == 0 || (flags & ~kKnown)) return err(EINVAL, "rereg_mr: flags must be a non-empty set of kRereg*");
+  uint32_t p = mr->pd;
+  if (flags & kReregPd) {
+    p = pd_slot(pd);
+    if (p == kNone) return err(EINVAL, "rereg_mr: no such PD");
+  }
+  uint32_t acc = mr->access;
+  if (flags & kReregAccess) {
+    if (access & ~kAccessKnown) return err(EINVAL, "rereg_mr: unknown access flags");
+    // IBA 10.6: remote write or atomic access needs local write.
+    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
+      return err(EINVAL, "rereg_mr: REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE");
+    acc = access;
+  }
+  uint64_t a = mr->addr, len = mr->length;
+  if (flags & kReregTranslation) {
+    if (length > UINT64_MAX - addr) return err(EINVAL, "rereg_mr: addr + length overflows");
+    a = addr;
+    len = length;
+  }
+  --pds_[mr->pd].refs;
+  ++pds_[p].refs;
+  mr->pd = p;
+  mr->access = acc;
+  mr->addr = a;
+  mr->length = len;
+  mr->iova = (acc & kAccessZeroBased) ? 0 : a;
+  return {};
+}
+
 // ---------------------------------------------------------------- CQ
 Result<Handle> Engine::Impl::create_cq(uint32_t cqe) {
   if (cqe == 0 || cqe > cfg_.max_cqe)
@@ -178,6 +216,21 @@ Result<void> Engine::Impl::destroy_cq(Handle h) {
   if (cqs_[s].refs != 0) return err(EBUSY, "destroy_cq: CQ still used by a QP");
   cqs_.release(s);
   return {};
+}
+
+// A QP moved to Reset leaves no completions behind in its CQs (as Linux's mlx4/mlx5 clean
+// the CQ on that transition): a program that restates a QP after an error, then polls, must
+// not see the old flush errors. Order of the other completions is kept.
+void Engine::Impl::cq_discard_qp(uint32_t s, Qpn qpn) {
+  Cq& cq = cqs_[s];
+  uint32_t out = cq.head;
+  for (uint32_t i = cq.head; i != cq.tail; ++i) {
+    const Wc& wc = cq.ring[i & cq.mask];
+    if (wc.qp_num == qpn) continue;
+    if (out != i) cq.ring[out & cq.mask] = wc;
+    ++out;
+  }
+  cq.tail = out;
 }
 
 void Engine::Impl::cq_push(uint32_t s, const Wc& wc, bool solicited) {

@@ -337,6 +337,8 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
   switch (next) {
     case QpState::kReset:
       reset_qp_state(qp);
+      cq_discard_qp(qp.send_cq, qp.qpn);
+      if (qp.recv_cq != qp.send_cq) cq_discard_qp(qp.recv_cq, qp.qpn);
       qp.state = QpState::kReset;
       break;
     case QpState::kErr:

@@ -262,6 +262,13 @@ class Engine {
 
   Result<MrKeys> reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access);
   Result<void> dereg_mr(uint32_t lkey);
+  // Reregistration (ibv_rereg_mr; IBA 11.2.8, "Reregister Memory Region"): changes the MR
+  // named by lkey in place, as asked by kRereg* flags (at least one): the range (addr,
+  // length; the iova follows as in reg_mr), the PD, the access rights. The keys stay, so
+  // peers that hold the rkey keep using it and see the new rights and range. Every argument
+  // is checked before anything changes: on error the MR is as it was.
+  Result<void> rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr, uint64_t length,
+                        uint32_t access);
 
   Result<Handle> create_cq(uint32_t cqe);
   Result<void> destroy_cq(Handle cq);  // EBUSY while a QP uses it

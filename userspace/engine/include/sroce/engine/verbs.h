@@ -40,6 +40,13 @@ enum AccessFlags : uint32_t {
   kAccessZeroBased = 1u << 5,
 };
 
+// ibv_rereg_mr_flags: what Engine::rereg_mr changes.
+enum ReregFlags : uint32_t {
+  kReregTranslation = 1u << 0,
+  kReregPd = 1u << 1,
+  kReregAccess = 1u << 2,
+};
+
 // ibv_qp_attr_mask
 enum QpAttrMask : uint32_t {
   kQpState = 1u << 0,
