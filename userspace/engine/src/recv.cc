@@ -144,6 +144,9 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
       qp.comm_est_sent = true;
       raise(AsyncEventType::kCommEst, qp.qpn);
     }
+    // docs/lossy.md: after a mid-stream switch, compatible packets from
+    // before it still come in order.
+    if (qp.is_rc() && qp.lossy.rx) return lossy_rx_compat(qp, pkt, meta, now);
     resp_on_request(qp, pkt, meta, now);
   }
 }
