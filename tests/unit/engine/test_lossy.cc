@@ -748,3 +748,128 @@ TEST_CASE("lossy: an RNR at commit takes back a SACK; the PSN is sent again", "[
   CHECK(p.b.mem.same(p.b.addr(0x10000), p.a.mem, p.a.addr(0), 4096));
   CHECK(p.b.mem.same(p.b.addr(0x20000), p.a.mem, p.a.addr(0), 512));
 }
+
+// A QP that always has messages in flight (an incast sender) must switch too
+// (docs/lossy.md, negotiation): the requester switches at a message boundary
+// with older compatible PSNs still unacknowledged. The responder's packets
+// reach a through a delay line that keeps the newest two back (each for at
+// most 8 of a's packets), so a never sees everything acknowledged while it
+// has work; a's own packets are lost or held back (reordered) per seed.
+TEST_CASE("lossy negotiation: a QP that is never idle switches mid-stream", "[lossy][switch]") {
+  for (uint32_t seed = 0; seed <= 8; ++seed) {
+    DYNAMIC_SECTION((seed == 0 ? "no loss" : "loss and reordering, seed ") << seed) {
+      Pair p(QpOpts{.max_send_wr = 128, .max_recv_wr = 128},
+             {.mtu = Mtu::k1024, .timeout = 10, .retry_cnt = 7}, {}, lossy_cfg(4));
+      std::mt19937 rng(seed);
+      std::uniform_int_distribution<int> pct(0, 99);
+      std::vector<WirePkt> line;  // b -> a, delayed
+      std::vector<uint64_t> line_at;
+      uint64_t a_sent = 0;
+      uint32_t delivered_ack = 0;
+      bool have_ack = false;
+      int64_t switch_unacked = -1;  // compatible PSNs unacknowledged when a switched
+      uint32_t first_ext = 0;
+      auto deliver_b = [&](const WirePkt& x) {
+        if (x.is_ack() && (!have_ack || sroce_psn_diff(x.psn, delivered_ack) > 0)) {
+          delivered_ack = x.psn;
+          have_ack = true;
+        }
+        p.w.deliver(x);
+      };
+      p.w.filter = [&](const WirePkt& x) {
+        if (x.from == 1) {
+          line.push_back(x);
+          line_at.push_back(a_sent);
+          return Verdict::kDrop;
+        }
+        if (x.ext && switch_unacked < 0) {
+          first_ext = x.psn;
+          switch_unacked = have_ack ? sroce_psn_diff(x.psn, sroce_psn_add(delivered_ack, 1)) : x.psn;
+        }
+        // Two of b's packets stay back, none longer than 8 of a's packets.
+        ++a_sent;
+        while (!line.empty() && (line.size() > 2 || a_sent - line_at.front() >= 8)) {
+          const WirePkt y = line.front();
+          line.erase(line.begin());
+          line_at.erase(line_at.begin());
+          deliver_b(y);
+        }
+        if (seed == 0) return Verdict::kDeliver;
+        const int r = pct(rng);
+        if (r < 4) return Verdict::kDrop;
+        if (r < 9) return Verdict::kHold;
+        return Verdict::kDeliver;
+      };
+      p.a.mem.fill(p.a.addr(0), 65536, seed + 1);
+      p.b.mem.fill(p.b.addr(0x200000), 65536, seed + 7);
+      constexpr int kOps = 48;
+      std::vector<int> kind(kOps);
+      std::vector<uint32_t> lens(kOps);
+      for (int i = 0; i < kOps; ++i) {
+        kind[i] = i % 5 == 4 ? 2 : static_cast<int>(rng() % 2);
+        lens[i] = 1 + rng() % 6000;
+        const uint64_t off = 0x2000u * static_cast<uint64_t>(i % 4);
+        if (kind[i] == 0) {
+          REQUIRE(post_recv(p.b, p.qb, {sge(p.b, 0x10000 + 0x2000u * i, 8192)}, i) == 0);
+          REQUIRE(post(p.a, p.qa, WrOpcode::kSend, {sge(p.a, off, lens[i])}, i) == 0);
+        } else if (kind[i] == 1) {
+          REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, off, lens[i])}, i,
+                       kSendSignaled, p.b.addr(0x100000 + 0x2000u * i), p.b.mr.rkey) == 0);
+        } else {
+          REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x20000 + 0x2000u * i, lens[i])},
+                       i, kSendSignaled, p.b.addr(0x200000 + off), p.b.mr.rkey) == 0);
+        }
+      }
+      std::vector<Wc> got;
+      p.w.run_until(
+          [&] {
+            // Quiet: what was held or delayed arrives now (late, out of order).
+            p.w.release();
+            auto l = std::move(line);
+            line.clear();
+            line_at.clear();
+            for (auto& y : l) deliver_b(y);
+            auto v = p.a.poll();
+            got.insert(got.end(), v.begin(), v.end());
+            return got.size() >= kOps;
+          },
+          Duration::millis(5000));
+      REQUIRE(got.size() == kOps);
+      for (int i = 0; i < kOps; ++i) {
+        INFO("wr " << i << " status " << to_string(got[i].status));
+        CHECK(got[i].wr_id == static_cast<uint64_t>(i));  // exactly once, in order
+        CHECK(got[i].status == WcStatus::kSuccess);
+      }
+      const auto nsend = static_cast<size_t>(std::count(kind.begin(), kind.end(), 0));
+      auto wb = wait_wc(p.w, p.b, nsend);
+      REQUIRE(wb.size() == nsend);
+      for (size_t k = 0; k < wb.size(); ++k) {
+        CHECK(wb[k].status == WcStatus::kSuccess);
+        if (k) CHECK(wb[k].wr_id > wb[k - 1].wr_id);  // receives in order
+        CHECK(wb[k].byte_len == lens[wb[k].wr_id]);
+      }
+      for (int i = 0; i < kOps; ++i) {
+        const uint64_t off = 0x2000u * static_cast<uint64_t>(i % 4);
+        if (kind[i] == 0)
+          CHECK(p.b.mem.same(p.b.addr(0x10000 + 0x2000u * i), p.a.mem, p.a.addr(off), lens[i]));
+        else if (kind[i] == 1)
+          CHECK(p.b.mem.same(p.b.addr(0x100000 + 0x2000u * i), p.a.mem, p.a.addr(off), lens[i]));
+        else
+          CHECK(p.a.mem.same(p.a.addr(0x20000 + 0x2000u * i), p.b.mem, p.b.addr(0x200000 + off),
+                             lens[i]));
+      }
+      // It switched, while compatible PSNs were still unacknowledged, and
+      // the first trailer came long before the end.
+      CHECK(qstats(p.a, p.qa).mode == QpMode::kLossy);
+      CHECK(qstats(p.b, p.qb).mode == QpMode::kLossy);
+      INFO("first lossy PSN " << first_ext << ", unacknowledged then " << switch_unacked);
+      CHECK(switch_unacked > 0);
+      const size_t ext_reqs = p.w.count([](const WirePkt& x) { return x.from == 0 && x.ext; });
+      const size_t reqs = p.w.count([](const WirePkt& x) { return x.from == 0; });
+      CHECK(ext_reqs * 2 > reqs);
+      // No compatible packet after the switch beyond S, no trailer below S.
+      for (const WirePkt& x : p.w.log)
+        if (x.from == 0 && x.op() != SROCE_OP_ACK && x.ext) CHECK(sroce_psn_diff(x.psn, first_ext) >= 0);
+    }
+  }
+}

@@ -139,6 +139,7 @@ class Engine::Impl {
   void lossy_reset_tx(eng::Qp& qp);
   void lossy_reset_rx(eng::Qp& qp);
   bool lossy_tx_gate(eng::Qp& qp);
+  bool lossy_psn(eng::Qp& qp, uint32_t psn);
   uint8_t lossy_pick_lane(eng::Qp& qp, Time now);
   uint16_t lane_port(const eng::Qp& qp, uint8_t lane) const;
   void lossy_on_sent(eng::Qp& qp, uint32_t psn, uint8_t lane, bool retx, Time now);
@@ -148,6 +149,7 @@ class Engine::Impl {
   uint32_t lossy_mark_unsacked(eng::Qp& qp, uint32_t from);
   void lossy_rx_request(eng::Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh,
                         const PacketMeta& meta, Time now);
+  void lossy_rx_compat(eng::Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta, Time now);
   void lossy_rx_trimmed(eng::Qp& qp, uint32_t psn, Time now);
   void lossy_rx_timer(eng::Qp& qp, Time now);
   void lossy_ack_trailer(eng::Qp& qp, uint8_t* out);

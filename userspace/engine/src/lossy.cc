@@ -33,6 +33,8 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   Lossy& l = qp.lossy;
   l.tx = false;
   l.peer_cap = false;
+  l.mixed = false;
+  l.tx_start = 0;
   l.next_lane = 0;
   l.rsn_next = 0;
   l.rtx_count = 0;
@@ -45,20 +47,36 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
 
 // Called when the requester is about to start a new WQE. Before the peer's
 // capability is known the QP is compatible; once it is, the requester
-// switches at the next message boundary with nothing outstanding, so that
-// both sides take the same PSN S as the first lossy one: the responder's
-// expected PSN is S when it sees the first trailer (everything before S was
-// acknowledged). False: wait (drain) before starting this WQE.
+// switches at the next message boundary, even with older messages still
+// outstanding (a QP that is never idle must switch too). The first lossy PSN
+// S is the first PSN of this WQE. PSNs before S stay compatible packets (no
+// trailer, go-back-N on a NAK or timeout) until they are acknowledged; the
+// responder switches when a trailer arrives at its expected PSN, which is
+// then S or a later PSN (it received everything before in order), so both
+// sides agree where the lossy window starts without carrying S.
+// False: wait before starting this WQE (a rewind is being resent).
 bool Engine::Impl::lossy_tx_gate(Qp& qp) {
   Lossy& l = qp.lossy;
   if (!l.peer_cap || l.tx) return true;
-  if (psn_diff(qp.high_psn, psn_add(qp.acked_psn, 1)) > 0 || qp.req_psn != qp.high_psn)
-    return false;
+  if (qp.req_psn != qp.high_psn) return false;
   l.tx = true;
+  l.tx_start = qp.req_psn;
+  l.mixed = psn_diff(qp.high_psn, psn_add(qp.acked_psn, 1)) > 0;
   l.nlanes = static_cast<uint16_t>(std::clamp<uint32_t>(cfg_.lossy.lanes, 1, kMaxLanes));
   for (uint16_t i = 0; i < l.nlanes; ++i) l.lanes[i].active = true;
   qp.stats.mode = QpMode::kLossy;
   return true;
+}
+
+// Whether the packet with this PSN goes out in lossy form (trailer, lanes).
+// After a mid-stream switch the PSNs before S stay compatible until all of
+// them are acknowledged (then `mixed` ends, before the 24-bit PSN space
+// could wrap back to S).
+bool Engine::Impl::lossy_psn(Qp& qp, uint32_t psn) {
+  Lossy& l = qp.lossy;
+  if (!l.tx) return false;
+  if (l.mixed && psn_diff(psn_add(qp.acked_psn, 1), l.tx_start) >= 0) l.mixed = false;
+  return !l.mixed || psn_diff(psn, l.tx_start) >= 0;
 }
 
 // Lane port: the QP's base source port plus the lane, kept in the dynamic
@@ -238,9 +256,12 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
 
 // Queues every PSN in [from, high_psn) that was sent and is not SACKed for a
 // selective retransmission; returns how many.
+// While compatible PSNs before S are still outstanding (mixed), a resend
+// from before S is go-back-N: returns 0 and the caller rewinds.
 uint32_t Engine::Impl::lossy_mark_unsacked(Qp& qp, uint32_t from) {
   Lossy& l = qp.lossy;
   uint32_t marked = 0;
+  if (!lossy_psn(qp, from)) return 0;
   for (TxSlot& t : l.txw) {
     if (!t.valid || t.sacked || t.pending) continue;
     if (psn_diff(t.psn, from) < 0 || psn_diff(t.psn, qp.acked_psn) <= 0 ||

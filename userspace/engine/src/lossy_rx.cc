@@ -74,6 +74,7 @@ bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words) {
   const int32_t d = psn_diff(q, qp.resp_psn);
   if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, q) || test(lost_words, q))
     return false;
+  if (l.rx_mixed && psn_diff(q, l.rx_floor) < 0) return false;  // compatible: go-back-N
   set(lost_words, q);
   set(l.report, q);
   ++qp.stats.losses_detected;
@@ -91,6 +92,8 @@ void Engine::Impl::lossy_reset_rx(Qp& qp) {
   std::memset(l.stale, 0, sizeof l.stale);
   for (RxSlot& r : l.rxs) r = RxSlot{};
   l.rx_high = qp.resp_psn;
+  l.rx_floor = qp.resp_psn;
+  l.rx_mixed = false;
   l.rsn_commit = 0;
   l.dup_total = 0;
   l.lanes_seen = 0;
@@ -177,6 +180,7 @@ void commit(Impl& e, Qp& qp) {
   }
   if (psn_diff(l.rx_high, qp.resp_psn) < 0) l.rx_high = qp.resp_psn;
   if (l.rx_high == qp.resp_psn) l.gap_deadline = Time::never();
+  if (l.rx_mixed && psn_diff(qp.resp_psn, l.rx_floor) >= 0) l.rx_mixed = false;
 }
 
 // Clears the window state of PSNs the expected PSN jumped over (a READ
@@ -232,7 +236,10 @@ bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool
   if (!len_ok) return fail(SROCE_NAK_INVALID_REQ, AsyncEventType::kQpReqErr);
 
   if (f & SROCE_IS_SEND) {
-    const uint32_t k = (leh.rsn - l.rsn_commit) & kPsnMask;
+    uint32_t k = (leh.rsn - l.rsn_commit) & kPsnMask;
+    // A compatible SEND in progress (a mid-stream switch) took its receive
+    // WQE off the queue already but counts in rsn_commit only when it ends.
+    if (qp.rwqe_active && qp.srq == kNone && k > 0) --k;
     if (k >= qp.rq.count()) {
       if (in_order)
         e.resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, qp.attr.min_rnr_timer), psn, false);
@@ -296,10 +303,24 @@ bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool
 void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh,
                                     const PacketMeta& meta, Time now) {
   Lossy& l = qp.lossy;
+  const int32_t d0 = psn_diff(pkt.bth.psn, qp.resp_psn);
   if (!l.rx) {
-    // First trailer: the requester switched at S == our expected PSN
-    // (lossy_tx_gate), so the window starts here.
+    // The requester switched at S (lossy_tx_gate), possibly with compatible
+    // packets before S still on their way; the window starts at our
+    // expected PSN. Compatible packets still to come are executed in order
+    // by the compatible code (lossy_rx_compat); PSNs below the lowest one
+    // known to carry a trailer (rx_floor) are theirs, and go-back-N (a NAK
+    // sequence error, the sender's RTO) recovers them, not SACK.
+    if (d0 < 0) return resp_on_request(qp, pkt, meta, now);  // a stale duplicate
+    if (d0 >= static_cast<int32_t>(kLossyWindow))
+      return count_drop(*this, qp, kRxDropOutOfSequence);
+    l.rx_floor = pkt.bth.psn;
+    l.rx_mixed = d0 > 0;
     l.rx = true;
+    // A retransmission (a go-back-N across S): the lanes' sequences moved
+    // on already, so each lane adopts the first sequence it shows.
+    const bool resync = (leh.flags & SROCE_LEH_F_RETX) != 0;
+    for (LaneRx& x : l.lanes_rx) x.resync = resync;
     std::memset(l.have, 0, sizeof l.have);
     std::memset(l.report, 0, sizeof l.report);
     std::memset(l.lost, 0, sizeof l.lost);
@@ -315,6 +336,23 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   l.lanes_seen = std::max<uint16_t>(l.lanes_seen, static_cast<uint16_t>(lane + 1));
   l.echo_lane = lane;
   l.echo_psn = psn | SROCE_LEH_PSN_VALID;
+  if (l.rx_mixed) {
+    // The lowest PSN known to be lossy: this one, or the previous packet of
+    // its lane (lane 0's second packet names S itself).
+    if (psn_diff(psn, l.rx_floor) < 0) l.rx_floor = psn;
+    const uint32_t pp = leh.prev_psn & kPsnMask;
+    if ((leh.prev_psn & SROCE_LEH_PSN_VALID) && psn_diff(pp, qp.resp_psn) >= 0 &&
+        psn_diff(pp, l.rx_floor) < 0)
+      l.rx_floor = pp;
+    if (psn_diff(qp.resp_psn, l.rx_floor) >= 0) l.rx_mixed = false;
+    // Lane 0 shares the compatible packets' path, in order: a trailer on it
+    // beyond a compatible PSN still missing means that PSN was lost. IBA 9.7
+    // NAK sequence error, once per gap: the requester goes back N.
+    if (l.rx_mixed && lane == 0 && psn_diff(psn, qp.resp_psn) > 0 && !qp.nak_seq_sent) {
+      qp.nak_seq_sent = true;
+      resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_PSN_SEQ_ERR), qp.resp_psn, false);
+    }
+  }
 
   // PSN-PATH: packets of one lane follow one path in order, so a jump in the
   // lane's sequence means the packets between were lost; the trailer names
@@ -322,6 +360,10 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   bool declared = false;
   // Every lane's sequence starts at 0 at the switch, on both sides.
   LaneRx& lr = l.lanes_rx[lane];
+  if (lr.resync) {
+    lr.exp_seq = leh.lane_seq;
+    lr.resync = false;
+  }
   const auto g = static_cast<int16_t>(leh.lane_seq - lr.exp_seq);
   if (g > 0) {
     lr.losses += static_cast<uint64_t>(g);
@@ -443,6 +485,19 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   // priority queue that trimmed headers share.
   const bool jumped = psn_diff(qp.resp_psn, psn_add(psn, 1)) > 0;
   resp_ack(qp, psn_add(qp.resp_psn, -1), pkt.bth.ack_req || declared || jumped);
+}
+
+// A request without a trailer after the switch: a compatible packet sent
+// before S (docs/lossy.md, mid-stream switch). The compatible code runs it
+// (in order; a duplicate is answered, a gap NAKed as IBA 9.7 says); then the
+// lossy window moves on over whatever was placed behind it.
+void Engine::Impl::lossy_rx_compat(Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta,
+                                   Time now) {
+  const uint32_t from = qp.resp_psn;
+  resp_on_request(qp, pkt, meta, now);
+  if (qp.state == QpState::kErr || qp.resp_psn == from) return;
+  passed(qp, from);
+  commit(*this, qp);
 }
 
 // DCP: a trimmed request is a loss we know at once and exactly.

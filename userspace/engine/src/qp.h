@@ -138,6 +138,7 @@ struct LaneTx {
 struct LaneRx {
   uint16_t exp_seq = 0;
   bool used = false;     // a first transmission arrived on this lane
+  bool resync = false;   // adopt the next sequence seen (switch on a retransmission)
   uint32_t hi_new = 0;   // highest PSN of a first transmission on this lane
   uint64_t losses = 0;
 };
@@ -148,6 +149,11 @@ struct Lossy {
   bool peer_cap = false;  // a packet of the peer QP carried CAP
   bool tx = false;        // requester sends with the trailer (switched)
   bool rx = false;        // responder runs the lossy receiver
+  // Mid-stream switch (docs/lossy.md, negotiation): PSNs before tx_start are
+  // compatible packets (no trailer, go-back-N) while `mixed`, i.e. while
+  // some of them are still unacknowledged.
+  bool mixed = false;
+  uint32_t tx_start = 0;  // first lossy PSN (S)
   // requester
   uint16_t nlanes = 1;
   uint16_t next_lane = 0;
@@ -165,6 +171,11 @@ struct Lossy {
   uint64_t stale[kLossyWords] = {};   // ring by PSN: asked, and still missing at a timer fire
   std::vector<RxSlot> rxs;            // kLossyWindow
   uint32_t rx_high = 0;       // one past the highest PSN received
+  // Mid-stream switch: PSNs before rx_floor (the lowest PSN known to have
+  // been sent with a trailer) may be compatible packets still to come in
+  // order; while rx_mixed the lossy rules leave them to go-back-N.
+  uint32_t rx_floor = 0;
+  bool rx_mixed = false;
   uint32_t rsn_commit = 0;    // receive sequence number of the RQ front
   uint32_t dup_total = 0;     // duplicates received (echoed to the sender)
   uint16_t lanes_seen = 0;    // 1 + highest lane seen from the peer

@@ -150,6 +150,9 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
       raise(AsyncEventType::kCommEst, qp.qpn);
     }
     cc_on_request(*this, qp, meta, now);  // notification point, INT echo
+    // docs/lossy.md: after a mid-stream switch, compatible packets from
+    // before it still come in order.
+    if (qp.is_rc() && qp.lossy.rx) return lossy_rx_compat(qp, pkt, meta, now);
     resp_on_request(qp, pkt, meta, now);
   }
 }

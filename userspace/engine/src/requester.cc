@@ -118,9 +118,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
           MemStatus::kOk)
         w.err = WcStatus::kLocProtErr;
     }
-    // Lossy mode sends nothing new between seeing the peer's capability and
-    // switching (docs/lossy.md, negotiation): the switch waits for a message
-    // boundary with nothing outstanding.
+    // Lossy mode switches at a message boundary (docs/lossy.md, negotiation).
     if (rc && qp.lossy.offer && !qp.lossy.tx && !lossy_tx_gate(qp)) return 0;
     w.started = true;
     w.done = false;
@@ -258,7 +256,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   } else {
     fill_meta(qp, meta);
   }
-  const bool lossy = rc && qp.lossy.tx;
+  const bool lossy = rc && lossy_psn(qp, bth.psn);  // docs/lossy.md: mid-stream switch
   const bool resend = psn_diff(bth.psn, qp.high_psn) < 0;
   uint8_t lane = 0;
   uint8_t trailer[SROCE_LEH_LEN];
