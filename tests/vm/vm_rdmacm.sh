@@ -25,6 +25,8 @@ rdmacm_main() {
 	$IP -n $NS2 link set lo up
 	$IP -n $NS1 link set veth4 up
 	$IP -n $NS2 link set veth5 up
+	$IP -n $NS1 -6 addr add fd01::1/64 dev veth4 nodad
+	$IP -n $NS2 -6 addr add fd01::2/64 dev veth5 nodad
 	expect "rdma link add sroce3 on veth4 ($NS1)" $IP netns exec $NS1 rdma link add sroce3 type sroce netdev veth4
 	expect "rdma link add sroce4 on veth5 ($NS2)" $IP netns exec $NS2 rdma link add sroce4 type sroce netdev veth5
 	mkdir -p /run/sroce
@@ -33,6 +35,16 @@ rdmacm_main() {
 	# The neighbours first: rdma_resolve_addr does its own ARP, but a first exchange
 	# should not race the kernel's resolution against TCG's slow clock.
 	$IP netns exec $NS1 ping -c 1 -W 5 $A2 >/dev/null 2>&1 || fail "ping $A2 from $NS1"
+	$IP netns exec $NS1 ping -c 1 -W 5 fd01::2 >/dev/null 2>&1 || fail "ping fd01::2 from $NS1"
+
+	# MADs alone first, through the real sroceds: a GET and its answer between the two
+	# devices' QP1s with ib_umad (kmad), over the IPv4 GIDs (the datapath) and the IPv6
+	# ones (QP1's own socket in sroced, gsi_socket.h).
+	if command -v kmad >/dev/null; then
+		wait_for 5 sh -c 'grep -q "^fd01" /sys/class/infiniband/sroce4/ports/1/gids/*'
+		run_checks kmad sroce3 sroce4 v4
+		run_checks kmad sroce3 sroce4 v6
+	fi
 
 	# ns_pair NAME TIMEOUT "SERVER CMD" "CLIENT CMD": server in r2, client in r1, PASS when
 	# both exit 0; their outputs in /tmp/srv.out and /tmp/cli.out.
