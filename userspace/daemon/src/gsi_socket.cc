@@ -27,9 +27,8 @@ Result<std::unique_ptr<Gsi6Socket>> Gsi6Socket::open(uint16_t port, const std::s
       setsockopt(s->fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one) != 0 ||
       setsockopt(s->fd_, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &one, sizeof one) != 0)
     return Error{errno, fmt::format("QP1 IPv6 socket options: {}", strerror(errno))};
-  if (!netdev.empty() &&
-      setsockopt(s->fd_, SOL_SOCKET, SO_BINDTODEVICE, netdev.c_str(),
-                 static_cast<socklen_t>(netdev.size())) != 0)
+  if (!netdev.empty() && setsockopt(s->fd_, SOL_SOCKET, SO_BINDTODEVICE, netdev.c_str(),
+                                    static_cast<socklen_t>(netdev.size())) != 0)
     return Error{errno, fmt::format("QP1 IPv6 socket: bind to {}: {}", netdev, strerror(errno))};
   sockaddr_in6 a{};
   a.sin6_family = AF_INET6;
