@@ -71,7 +71,7 @@ set +e
 # than TCG's default qemu64 model offers; they die with SIGILL on it.
 timeout "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1G -nographic -no-reboot \
 	-kernel "$kroot/boot/vmlinuz-$kver" -initrd "$out/initramfs.cpio.gz" \
-	-append "console=ttyS0 quiet panic=-1 oops=panic" \
+	-append "console=ttyS0 quiet panic=-1 oops=panic $(env | grep -E '^SROCE_VM_PYVERBS_[A-Z_]*=[0-9]+$' | tr '\n' ' ')" \
 	-netdev user,id=n0 -device virtio-net-pci,netdev=n0 \
 	</dev/null >"$log" 2>&1
 qrc=$?

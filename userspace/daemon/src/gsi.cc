@@ -72,11 +72,16 @@ size_t gsi_encode(const sroce_kgsi& h, std::span<const std::byte> mad, uint16_t 
 
 const char* to_string(GsiDrop d) {
   switch (d) {
-    case GsiDrop::kNone: return "none";
-    case GsiDrop::kMalformed: return "malformed";
-    case GsiDrop::kNotUdSend: return "not a UD SEND_ONLY";
-    case GsiDrop::kBadIcrc: return "bad ICRC";
-    case GsiDrop::kTooLong: return "longer than a MAD";
+    case GsiDrop::kNone:
+      return "none";
+    case GsiDrop::kMalformed:
+      return "malformed";
+    case GsiDrop::kNotUdSend:
+      return "not a UD SEND_ONLY";
+    case GsiDrop::kBadIcrc:
+      return "bad ICRC";
+    case GsiDrop::kTooLong:
+      return "longer than a MAD";
   }
   return "?";
 }

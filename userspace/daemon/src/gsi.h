@@ -28,8 +28,8 @@
 
 namespace sroce::daemon {
 
-inline constexpr uint32_t kGsiQpn = 1;               // IBA 3.5.4: QP1 is the GSI
-inline constexpr uint32_t kGsiQkey = 0x80010000u;    // IBA 13.5.3.1: the GSI's well-known Q_Key
+inline constexpr uint32_t kGsiQpn = 1;             // IBA 3.5.4: QP1 is the GSI
+inline constexpr uint32_t kGsiQkey = 0x80010000u;  // IBA 13.5.3.1: the GSI's well-known Q_Key
 inline constexpr size_t kGsiMaxPacket =
     SROCE_BTH_LEN + SROCE_DETH_LEN + SROCE_KGSI_MAX_MAD + SROCE_ICRC_LEN;
 
@@ -48,10 +48,10 @@ size_t gsi_encode(const sroce_kgsi& h, std::span<const std::byte> mad, uint16_t 
 // Why a datagram for QP1 was not turned into a GSI_RECV.
 enum class GsiDrop : uint8_t {
   kNone = 0,
-  kMalformed,   // the proto parser refused it
-  kNotUdSend,   // not UD SEND_ONLY (QP1 takes nothing else, IBA 13.5.1)
+  kMalformed,  // the proto parser refused it
+  kNotUdSend,  // not UD SEND_ONLY (QP1 takes nothing else, IBA 13.5.1)
   kBadIcrc,
-  kTooLong,     // more than a MAD (SROCE_KGSI_MAX_MAD)
+  kTooLong,  // more than a MAD (SROCE_KGSI_MAX_MAD)
 };
 const char* to_string(GsiDrop d);
 

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "context.h"
 #include "gsi.h"
+#include "gsi_socket.h"
 #include "kernel_channel.h"
 #include "memory.h"
 #include "sroce/engine/engine.h"
@@ -169,6 +170,7 @@ class Service {
   void on_kernel_ready(uint32_t events, Time now);
   void on_kernel_request(uint32_t kctx, std::span<std::byte> msg, Time now);
   void on_gsi_send(std::span<const std::byte> body);
+  void on_gsi6_ready();
   void kernel_detach(const char* why);
   int kernel_hello(uint32_t kctx, std::span<const std::byte> body, Reply& r);
   // Maps region `m` of the channel into `out`.
@@ -222,6 +224,8 @@ class Service {
   std::unique_ptr<KernelChannel> kchan_;
   std::unordered_map<uint32_t, uint32_t> kctx_;  // the module's context id -> ours
   GsiTxQueue gsi_tx_;
+  std::unique_ptr<Gsi6Socket> gsi6_;  // QP1 for IPv6 GIDs (gsi_socket.h); may be absent
+  uint32_t gsi6_psn_ = 0;
 
   Time now_{};  // the loop's clock at the last pass (for control-path engine calls)
   std::vector<Wc> wc_scratch_;

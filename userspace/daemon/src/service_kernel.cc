@@ -47,11 +47,21 @@ Result<void> Service::attach_kernel(const std::string& ibdev) {
   kchan_ = std::move(*k);
   env_.watch(kchan_->fd(), key(kKeyKernel, 0));
   env_.watch(kchan_->doorbell_fd(), key(kKeyKernelDoorbell, 0));
+  // QP1 for the IPv6 GIDs of the kernel's table (gsi_socket.h); the IPv4 ones
+  // go through the datapath. It shares the channel's key: on_kernel_ready
+  // reads both without blocking.
+  if (auto g = Gsi6Socket::open(cfg_.datapath.port, env_.netdev); g) {
+    gsi6_ = std::move(*g);
+    env_.watch(gsi6_->fd(), key(kKeyKernel, 1));
+  } else {
+    spdlog::warn("sroced: kernel path: {}; MADs of IPv6 GIDs are not carried", g.error().message);
+  }
   spdlog::info("sroced: kernel path: attached to {} through {}", ibdev, SROCE_KDEV_PATH);
   return {};
 }
 
 void Service::on_kernel_ready(uint32_t events, Time now) {
+  if (gsi6_) on_gsi6_ready();
   alignas(8) std::byte buf[SROCE_KMSG_MAX + 64];
   for (int i = 0; i < kKernelBudget && kchan_; ++i) {
     ssize_t n = kchan_->read_message(buf);
@@ -104,6 +114,22 @@ void Service::on_gsi_send(std::span<const std::byte> body) {
     ++stats_.ctl_garbage;
     return;
   }
+  Gid dgid;
+  memcpy(dgid.raw, h.dgid, 16);
+  if (!dgid.is_ipv4()) {
+    // IPv6 GIDs: QP1's own socket, at once (the datapath carries IPv4).
+    alignas(8) std::byte pkt[kGsiMaxPacket];
+    PacketMeta meta;
+    size_t len = gsi_encode(h, body.subspan(sizeof h), cfg_.datapath.port, gsi6_psn_++, pkt, meta);
+    int rc = len && gsi6_ ? gsi6_->send(std::span(pkt, len), meta) : -EAFNOSUPPORT;
+    if (rc == 0) {
+      ++stats_.gsi_sent;
+    } else {
+      ++stats_.gsi_dropped;
+      spdlog::debug("kernel path: QP1 MAD over IPv6 to QP {}: {}", h.remote_qpn, strerror(-rc));
+    }
+    return;
+  }
   if (gsi_tx_.push(h, body.subspan(sizeof h), cfg_.datapath.port)) {
     ++stats_.gsi_sent;
   } else {
@@ -131,6 +157,21 @@ bool Service::on_gsi_packet(std::span<const std::byte> payload, const PacketMeta
   }
   ++stats_.gsi_received;
   return true;
+}
+
+void Service::on_gsi6_ready() {
+  alignas(8) std::byte buf[Engine::kMaxPacket];
+  for (int i = 0; i < kKernelBudget; ++i) {
+    PacketMeta meta;
+    ssize_t n = gsi6_->recv(buf, meta);
+    if (n == -EAGAIN || n == -EWOULDBLOCK) return;
+    if (n < 0) {
+      ++stats_.gsi_rx_dropped;
+      continue;
+    }
+    // Only QP1 is served over IPv6 (the engine's GIDs are IPv4).
+    if (!on_gsi_packet(std::span(buf, static_cast<size_t>(n)), meta)) ++stats_.gsi_rx_dropped;
+  }
 }
 
 std::optional<TxPacket> Service::poll_gsi_transmit(std::span<std::byte> out, Time now) {
@@ -312,6 +353,8 @@ void Service::kernel_detach(const char* why) {
   for (uint32_t id : ids) close_context(id, why);
   env_.unwatch(kchan_->fd());
   env_.unwatch(kchan_->doorbell_fd());
+  if (gsi6_) env_.unwatch(gsi6_->fd());
+  gsi6_.reset();
   kchan_.reset();
 }
 
