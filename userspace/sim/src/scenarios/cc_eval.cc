@@ -272,6 +272,9 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
               {"retransmits", es.retransmits},
               {"cnps_dropped", es.rx_drop_reason[kRxDropCnp]},
               {"by_size", buckets},
+              {"sim_end_us", to_us(sim.now())},
+              {"stalls", stalls},
+              {"flow_errors", runner.errors()},
               {"events", sim.events_run()},
               {"wall_s", wall}};
   if (traffic == "incast") {
