@@ -4,7 +4,6 @@
 // control the same incast must hold a much larger queue (so the bounds
 // below can fail). Full-size figures: docs/results/cc.md.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <map>
 #include <string>
@@ -33,9 +32,9 @@ std::pair<int, Json> run(const std::string& name, std::map<std::string, std::str
 }
 
 // 7 senders on an 8-host leaf-spine, 1 MiB each into host 0, PFC on.
-const std::map<std::string, std::string> kIncast = {
-    {"hosts", "8"}, {"hosts_per_leaf", "4"}, {"fanin", "7"}, {"bytes", "1048576"},
-    {"modes", "lossless"}, {"ablation", "0"}};
+const std::map<std::string, std::string> kIncast = {{"hosts", "8"},        {"hosts_per_leaf", "4"},
+                                                    {"fanin", "7"},        {"bytes", "1048576"},
+                                                    {"modes", "lossless"}, {"ablation", "0"}};
 
 }  // namespace
 

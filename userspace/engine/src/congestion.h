@@ -77,10 +77,10 @@ struct CcSent {
 
 // Per-QP congestion-control state (Qp::cc).
 struct CcQp {
-  CcSlot ctl;                 // requester: started at RTS, stopped at reset/error/destroy
+  CcSlot ctl;  // requester: started at RTS, stopped at reset/error/destroy
   cc::Pacer pacer;
   Time pace_at = Time::never();  // pacing holds the QP until then (timer heap)
-  bool active = false;        // has joined the NIC's demand since its last on_idle
+  bool active = false;           // has joined the NIC's demand since its last on_idle
   // Responder: the notification point and its pending CNP.
   cc::DcqcnNotificationPoint np{cc::DcqcnConfig{}};
   bool cnp_pending = false;

@@ -133,8 +133,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     specs = incast_flows(srcs, 0, opt.param_u64("bytes", 512u << 10));
   } else if (traffic == "alltoall") {
     // MoE dispatch: skewed toward popular experts by default (skew=0: uniform).
-    specs = all_to_all_flows(nhosts, opt.param_u64("bytes", 4u << 20), opt.param_f64("skew", 1),
-                             trng);
+    specs =
+        all_to_all_flows(nhosts, opt.param_u64("bytes", 4u << 20), opt.param_f64("skew", 1), trng);
   } else if (traffic == "permutation") {
     specs = permutation_flows(nhosts, opt.param_u64("bytes", 1u << 20), trng);
   } else {
@@ -169,7 +169,12 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     res.json = {{"ok", false}, {"error", r.error().message}};
     return res;
   }
-  const Time first_start = specs.empty() ? Time{} : std::min_element(specs.begin(), specs.end(), [](const FlowSpec& a, const FlowSpec& b) { return a.start < b.start; })->start;
+  const Time first_start =
+      specs.empty()
+          ? Time{}
+          : std::min_element(specs.begin(), specs.end(), [](const FlowSpec& a, const FlowSpec& b) {
+              return a.start < b.start;
+            })->start;
   const Duration drain = Duration::micros(static_cast<int64_t>(opt.param_u64("drain_us", 20000)));
   const Time end = first_start + duration + drain;
   // The incast's bottleneck (the receiver's downlink), its queue sampled
@@ -187,7 +192,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
       qsamples.emplace_back(t, bottleneck->data_queue_bytes());
     if (runner.all_done() && runner.started() == all.size()) break;
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
   // Metrics over the measured flows only.
   std::vector<FlowRecord> measured(runner.flows().begin() + static_cast<long>(nwarm),
@@ -232,9 +238,9 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   double bottleneck_util = 0;
   std::vector<double> settled;
   if (traffic == "incast" && last_end > first_start && bottleneck != nullptr) {
-    bottleneck_util = static_cast<double>(bottleneck->stats().tx_wire_bytes) * 8 /
-                      (static_cast<double>(host_bps) *
-                       static_cast<double>((last_end - first_start).ps) * 1e-12);
+    bottleneck_util =
+        static_cast<double>(bottleneck->stats().tx_wire_bytes) * 8 /
+        (static_cast<double>(host_bps) * static_cast<double>((last_end - first_start).ps) * 1e-12);
     const Time half = first_start + Duration::picos((last_end - first_start).ps / 2);
     // The last flows finish one by one: stop at 90 % of the transfer.
     const Time stop = first_start + Duration::picos((last_end - first_start).ps * 9 / 10);
@@ -250,7 +256,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   res.ok = runner.errors() == 0 && stalls == 0 && (open_loop || done == measured.size());
   Json buckets = Json::array();
   for (const auto& b : fr.buckets)
-    if (b.slowdown.count > 0) buckets.push_back({{"size", b.name}, {"slowdown", dist_json(b.slowdown)}});
+    if (b.slowdown.count > 0)
+      buckets.push_back({{"size", b.name}, {"slowdown", dist_json(b.slowdown)}});
   res.json = {{"p99_slowdown", fr.slowdown.p99},
               {"p50_slowdown", fr.slowdown.p50},
               {"p95_slowdown", fr.slowdown.p95},
@@ -272,6 +279,9 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
               {"retransmits", es.retransmits},
               {"cnps_dropped", es.rx_drop_reason[kRxDropCnp]},
               {"by_size", buckets},
+              {"sim_end_us", to_us(sim.now())},
+              {"stalls", stalls},
+              {"flow_errors", runner.errors()},
               {"events", sim.events_run()},
               {"wall_s", wall}};
   if (traffic == "incast") {
@@ -324,18 +334,22 @@ std::vector<CcCase> cc_cases(const ScenarioOptions& opt, bool ablation_default) 
 
 int run_cc_scenario(const ScenarioOptions& opt, Reporter& rep, const std::string& scenario,
                     const std::string& traffic, bool ablation_default) {
-  Json sum = {{"scenario", scenario}, {"traffic", traffic}, {"seed", opt.seed},
+  Json sum = {{"scenario", scenario},
+              {"traffic", traffic},
+              {"seed", opt.seed},
               {"hosts", opt.param_u64("hosts", 16)}};
   Json lossy = Json::object();
   bool ok = true;
   for (const CcCase& c : cc_cases(opt, ablation_default)) {
     CcResult r = run_cc_case(opt, traffic, c);
     ok = ok && r.ok;
-    rep.event("case", Json{{"name", c.name}, {"mode", c.lossless ? "lossless" : "lossy"}, {"result", r.json}});
+    rep.event(
+        "case",
+        Json{{"name", c.name}, {"mode", c.lossless ? "lossless" : "lossy"}, {"result", r.json}});
     std::fprintf(stderr, "%s: %s %s p99 %.2f p50 %.2f queue p99 %llu pfc %llu (%.1f s)\n",
                  scenario.c_str(), c.lossless ? "lossless" : "lossy", c.name.c_str(), r.p99, r.p50,
-                 static_cast<unsigned long long>(r.queue_p99), static_cast<unsigned long long>(r.pfc),
-                 r.json.value("wall_s", 0.0));
+                 static_cast<unsigned long long>(r.queue_p99),
+                 static_cast<unsigned long long>(r.pfc), r.json.value("wall_s", 0.0));
     if (c.lossless)
       sum[c.name] = r.json;
     else

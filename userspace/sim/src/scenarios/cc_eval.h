@@ -13,13 +13,13 @@ namespace sroce::sim {
 
 // One configuration to compare.
 struct CcCase {
-  std::string name;         // JSON key: dcqcn, hpcc, odin, delay, none, odin_no_flag ...
-  bool cc = true;           // false: no congestion control (the engine as before)
+  std::string name;  // JSON key: dcqcn, hpcc, odin, delay, none, odin_no_flag ...
+  bool cc = true;    // false: no congestion control (the engine as before)
   cc::Algorithm alg = cc::Algorithm::kHpcc;
-  bool lossless = true;     // PFC on, compatible mode; false: no PFC, lossy mode (lanes + SR)
-  bool odin_flag = true;    // Odin part 1: shared-buffer flag
-  bool odin_ratio = true;   // Odin part 2: NIC-level ratio
-  bool odin_comp = true;    // Odin part 3: compensation step
+  bool lossless = true;    // PFC on, compatible mode; false: no PFC, lossy mode (lanes + SR)
+  bool odin_flag = true;   // Odin part 1: shared-buffer flag
+  bool odin_ratio = true;  // Odin part 2: NIC-level ratio
+  bool odin_comp = true;   // Odin part 3: compensation step
 };
 
 // What one case measured (also the JSON object of the summary).
