@@ -968,9 +968,10 @@ TEST_CASE("lane probes: a retired lane gets single probes and returns after one 
 }
 
 // The reorder window (docs/lossy.md; RACK, RFC 8985): before an RTT sample
-// the receiver waits reorder_timeout for a tail loss; once it has measured
+// the receiver waits reorder_timeout for a loss near the tail; once it has measured
 // the RTT (from a retransmission request to the retransmission, here 8 us
-// of wire delay on retransmissions) it waits a quarter of it.
+// of wire delay on retransmissions) it waits a quarter of it. (A pure tail
+// loss, nothing after it, is the sender's RTO's.)
 TEST_CASE("reorder window: a fraction of the RTT the receiver measured", "[lossy][rack]") {
   for (const bool sample : {false, true}) {
     DYNAMIC_SECTION((sample ? "after RTT samples" : "no RTT sample yet")) {
@@ -983,11 +984,12 @@ TEST_CASE("reorder window: a fraction of the RTT the receiver measured", "[lossy
       int mid_drops = 0;
       bool tail = false, tail_dropped = false;
       Time tail_drop_at = Time::never(), tail_resent_at = Time::never();
-      uint32_t tail_psn = 0;
+      uint32_t tail_psn = 0, tail_first = 0;
       p.w.filter = [&](const WirePkt& x) {
         if (x.from != 0 || !x.ext) return Verdict::kDeliver;
         const bool retx = x.req.flags & SROCE_LEH_F_RETX;
-        if (tail && !retx && x.op() == SROCE_OP_WRITE_LAST && !tail_dropped) {
+        if (tail && !retx && x.op() == SROCE_OP_WRITE_FIRST) tail_first = x.psn;
+        if (tail && !retx && x.psn == sroce_psn_add(tail_first, 14) && !tail_dropped) {
           tail_dropped = true;
           tail_drop_at = p.w.now;
           tail_psn = x.psn;
@@ -1025,7 +1027,9 @@ TEST_CASE("reorder window: a fraction of the RTT the receiver measured", "[lossy
       write(4);  // with `sample`: four losses found by lane sequence, resent 8 us late
       CHECK(mid_drops == (sample ? 4 : 0));
       tail = true;
-      write(1);  // its last packet is lost: only the receiver's timer finds it
+      // Its next-to-last packet is lost: only the LAST arrives after it, on
+      // another lane, so neither lane rule names it; the receiver's timer does.
+      write(1);
       REQUIRE(tail_dropped);
       REQUIRE(tail_resent_at != Time::never());
       const Duration wait = tail_resent_at - tail_drop_at;
@@ -1039,4 +1043,57 @@ TEST_CASE("reorder window: a fraction of the RTT the receiver measured", "[lossy
       CHECK(qstats(p.a, p.qa).timeouts == 0);
     }
   }
+}
+
+// The RTO under a stalled peer (docs/lossy.md): the backoff doubles but is
+// capped at 500 ms (the IBA timeout 14 is 67 ms; uncapped, 2^6 of it would
+// be 4.3 s), so a peer that comes back after 1.2 s of silence is served
+// within the cap; progress resets the backoff.
+TEST_CASE("lossy RTO: capped backoff; a stalled peer is served soon after it resumes",
+          "[lossy][rto]") {
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 14, .retry_cnt = 7}, {}, lossy_cfg(4));
+  warm_up(p);
+  p.a.mem.fill(p.a.addr(0), 4096, 31);
+  const Time stall_end = p.w.now + Duration::millis(1200);
+  std::vector<Time> tries;
+  p.w.filter = [&](const WirePkt& x) {
+    if (x.from == 0 && x.op() == SROCE_OP_WRITE_FIRST) tries.push_back(p.w.now);
+    return x.from == 0 && p.w.now < stall_end ? Verdict::kDrop : Verdict::kDeliver;
+  };
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 4096)}, 1, kSendSignaled,
+               p.b.addr(0x10000), p.b.mr.rkey) == 0);
+  auto wa = wait_wc(p.w, p.a, 1, Duration::millis(10'000));
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == WcStatus::kSuccess);
+  CHECK(p.b.mem.same(p.b.addr(0x10000), p.a.mem, p.a.addr(0), 4096));
+  const Duration after = p.w.now - stall_end;
+  INFO("completed " << after.ps / 1'000'000'000 << " ms after the stall ended");
+  CHECK(after <= Duration::millis(510));
+  REQUIRE(tries.size() >= 5);
+  for (size_t i = 1; i < tries.size(); ++i) CHECK(tries[i] - tries[i - 1] <= Duration::millis(501));
+  CHECK(tries[2] - tries[1] > tries[1] - tries[0]);  // it does back off
+  // Progress reset the backoff: the next loss is resent after one timeout.
+  const auto t0 = qstats(p.a, p.qa).timeouts;
+  CHECK(t0 >= 4);
+  tries.clear();
+  bool dropped = false;
+  p.w.filter = [&](const WirePkt& x) {
+    if (x.from == 0 && x.op() == SROCE_OP_WRITE_ONLY) {
+      tries.push_back(p.w.now);
+      if (!dropped) {
+        dropped = true;
+        return Verdict::kDrop;
+      }
+    }
+    return Verdict::kDeliver;
+  };
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 1024)}, 2, kSendSignaled,
+               p.b.addr(0x10000), p.b.mr.rkey) == 0);
+  wa = wait_wc(p.w, p.a, 1, Duration::millis(10'000));
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == WcStatus::kSuccess);
+  REQUIRE(tries.size() == 2);
+  // A lost single-packet WRITE: only the RTO finds it, after one 67 ms
+  // timeout, not a backed-off one.
+  CHECK(tries[1] - tries[0] < Duration::millis(100));
 }

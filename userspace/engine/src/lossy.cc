@@ -27,6 +27,11 @@ constexpr uint32_t kRetireScore = 24;
 constexpr Duration kRetireHold = Duration::micros(500);
 constexpr uint32_t kMaxProbeBackoff = 3;
 constexpr uint32_t kMaxBackoff = 6;  // RTO doubles at most 2^6 times
+// ... and never beyond kRtoCap, unless the QP's own IBA timeout (4.096 us ·
+// 2^timeout) is longer: then that. A peer stalled for seconds (a starved
+// daemon) is served again within kRtoCap of resuming, instead of up to
+// 64 timeouts later (4.3 s at the common timeout 14).
+constexpr Duration kRtoCap = Duration::millis(500);
 
 TxSlot& slot(Qp& qp, uint32_t psn) { return qp.lossy.txw[psn & (kLossyWindow - 1)]; }
 
@@ -282,6 +287,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     if (!t.valid || t.psn != q) continue;
     if ((leh.sack >> i) & 1) {
       lane_sample(t);
+      if (!t.sacked) l.rto_backoff = 0;  // progress: the peer is alive
       t.sacked = true;
       if (t.pending) {
         t.pending = false;
@@ -349,7 +355,8 @@ void Engine::Impl::lossy_on_rto(Qp& qp, Time now) {
   if (marked == 0 || head_rd) req_rewind(qp, req_resume_psn(qp));
   if (l.rto_backoff < kMaxBackoff) ++l.rto_backoff;
   if (qp.ack_timeout.ps != 0) {
-    qp.retx_deadline = now + qp.ack_timeout * (int64_t{1} << l.rto_backoff);
+    const Duration rto = qp.ack_timeout * (int64_t{1} << l.rto_backoff);
+    qp.retx_deadline = now + std::min(rto, std::max(qp.ack_timeout, kRtoCap));
     timer_update(qp);
   }
   sched_req(qp);

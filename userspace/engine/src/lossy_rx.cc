@@ -601,12 +601,14 @@ void Engine::Impl::lossy_rx_timer(Qp& qp, Time now) {
   // A PSN asked for before is asked again only if it was already asked at
   // the previous fire (its retransmission had a whole period to arrive) and,
   // once the RTT is known, at least srtt + 4 rttvar (RFC 6298's timeout for
-  // the request) plus the reorder window ago.
+  // the request; at most reorder_timeout, so that a noisy RTT does not leave
+  // it to the sender's RTO) plus the reorder window ago.
   const Duration win = reorder_window(cfg_, l);
   auto reask_due = [&](uint32_t q) {
     if (l.rx_rtt_min_ps <= 0) return true;
     const uint32_t since_ns = ns32(now) - l.rxs[ring(q)].asked_ns;
-    return int64_t{since_ns} * 1000 >= l.rx_srtt_ps + 4 * l.rx_rttvar_ps + win.ps;
+    const int64_t rto = std::min(l.rx_srtt_ps + 4 * l.rx_rttvar_ps, reorder_timeout(cfg_).ps);
+    return int64_t{since_ns} * 1000 >= rto + win.ps;
   };
   bool any = false, fresh = false;
   for (uint32_t q = qp.resp_psn; psn_diff(q, l.gap_mark) < 0; q = psn_add(q, 1)) {
