@@ -105,6 +105,13 @@ bench-e2e: build
 bench-dpdk: build
 	dpdk-pmd/bench/bench_dpdk.sh $(BUILD)/bin
 
+# Lossy mode on the namespace fabric: unchanged ib_write_bw across sroced under
+# loss, per-spine reordering and a spine failure, lossy mode on and off (root,
+# several minutes; JSON summary line; docs/results/lossy.md).
+.PHONY: bench-lossy-fabric
+bench-lossy-fabric: build
+	/usr/bin/python3 tools/bench/fabric_lossy.py --bin $(BUILD)/bin $(BENCH_LOSSY_ARGS)
+
 # eBPF telemetry overhead: packets/s through a veth pair with and without the
 # programs (root, ~70 s).
 bench-ebpf: build

@@ -286,8 +286,10 @@ struct sroce_leh_req_wire {
 	uint8_t lane;      /* 0..63: UDP source port = QP base port + lane */
 	uint8_t flags;     /* SROCE_LEH_F_* */
 	uint8_t lane_seq[2];  /* per-lane sequence of this transmission */
-	uint8_t prev_psn[4];  /* bit 31 valid, 23:0 PSN of the lane's previous packet */
-	uint8_t rsn[4];       /* 23:0 receive sequence number (SEND / WRITE w/ imm) */
+	uint8_t prev_psn[4];  /* bit 31 valid, 26:24 retired_chunk, 23:0 PSN of the
+				 lane's previous packet */
+	uint8_t rsn[4];       /* 31:24 retired-lane bitmap of that chunk, 23:0 receive
+				 sequence number (SEND / WRITE w/ imm) */
 	uint8_t offset[4];    /* byte offset of the payload in its message */
 	uint8_t va[8];        /* WRITE: remote VA of the payload's first byte */
 	uint8_t rkey[4];      /* WRITE: R_Key */
@@ -310,7 +312,7 @@ _Static_assert(sizeof(struct sroce_leh_req_wire) == SROCE_LEH_LEN, "request trai
 _Static_assert(sizeof(struct sroce_leh_ack_wire) == SROCE_LEH_LEN, "ack trailer layout");
 #endif
 #define SROCE_LEH_F_RETX 0x01u  /* request: a retransmission */
-#define SROCE_LEH_F_PROBE 0x02u /* request: sent on a retired lane to probe it */
+#define SROCE_LEH_F_PROBE 0x02u /* request: a single packet sent on a retired lane to probe it */
 /* request flags bits 7:2: the sender's lane count minus 1 (1..64 lanes) */
 #define SROCE_LEH_LANES_SHIFT 2
 static inline uint8_t sroce_leh_flags_lanes(uint8_t flags) { return (uint8_t)((flags >> 2) + 1); }
@@ -320,6 +322,8 @@ static inline uint8_t sroce_leh_flags_lanes(uint8_t flags) { return (uint8_t)((f
 struct sroce_leh_req {
 	uint8_t lane;
 	uint8_t flags;
+	uint8_t retired;       /* lanes 8*retired_chunk .. +7 retired (bit i: lane 8c+i) */
+	uint8_t retired_chunk; /* 0..7 */
 	uint16_t lane_seq;
 	uint32_t prev_psn; /* with SROCE_LEH_PSN_VALID */
 	uint32_t rsn;
@@ -341,8 +345,9 @@ static inline void sroce_leh_req_write(uint8_t *p, const struct sroce_leh_req *i
 	p[1] = in->flags;
 	p[2] = (uint8_t)(in->lane_seq >> 8);
 	p[3] = (uint8_t)in->lane_seq;
-	sroce_put_be32(p + 4, in->prev_psn);
-	sroce_put_be32(p + 8, in->rsn & 0xffffffu);
+	sroce_put_be32(p + 4, (in->prev_psn & 0x80ffffffu) |
+				      ((uint32_t)(in->retired_chunk & 7u) << 24));
+	sroce_put_be32(p + 8, (in->rsn & 0xffffffu) | ((uint32_t)in->retired << 24));
 	sroce_put_be32(p + 12, in->offset);
 	sroce_put_be64(p + 16, in->va);
 	sroce_put_be32(p + 24, in->rkey);
@@ -352,8 +357,10 @@ static inline void sroce_leh_req_read(const uint8_t *p, struct sroce_leh_req *ou
 	out->lane = p[0];
 	out->flags = p[1];
 	out->lane_seq = (uint16_t)((p[2] << 8) | p[3]);
-	out->prev_psn = sroce_get_be32(p + 4);
+	out->prev_psn = sroce_get_be32(p + 4) & 0x80ffffffu;
+	out->retired_chunk = (uint8_t)(p[4] & 7u);
 	out->rsn = sroce_get_be32(p + 8) & 0xffffffu;
+	out->retired = p[8];
 	out->offset = sroce_get_be32(p + 12);
 	out->va = sroce_get_be64(p + 16);
 	out->rkey = sroce_get_be32(p + 24);

@@ -16,14 +16,22 @@ namespace {
 // Lane health (docs/lossy.md): each retransmission request for a packet sent
 // on a lane adds kLossPenalty to its score; the score halves every
 // kDecayPackets packets the lane sends. A lane whose score reaches
-// kRetireScore is retired (no new packets) while another lane is active; it
-// is re-admitted after kRetireHold (a probe: if it still loses, it is
-// retired again at once).
+// kRetireScore is retired (no new packets) while another lane is active.
+// After a hold-down (kRetireHold, doubled per failed probe up to 2^3) one new
+// packet goes on it as a probe; the lane comes back only when that packet is
+// acknowledged, with half the retire score, so a lane that still loses is
+// retired again within a few packets.
 constexpr uint32_t kLossPenalty = 4;
 constexpr uint32_t kDecayPackets = 16;
 constexpr uint32_t kRetireScore = 24;
 constexpr Duration kRetireHold = Duration::micros(500);
+constexpr uint32_t kMaxProbeBackoff = 3;
 constexpr uint32_t kMaxBackoff = 6;  // RTO doubles at most 2^6 times
+// ... and never beyond kRtoCap, unless the QP's own IBA timeout (4.096 us ·
+// 2^timeout) is longer: then that. A peer stalled for seconds (a starved
+// daemon) is served again within kRtoCap of resuming, instead of up to
+// 64 timeouts later (4.3 s at the common timeout 14).
+constexpr Duration kRtoCap = Duration::millis(500);
 
 TxSlot& slot(Qp& qp, uint32_t psn) { return qp.lossy.txw[psn & (kLossyWindow - 1)]; }
 
@@ -85,24 +93,62 @@ uint16_t Engine::Impl::lane_port(const Qp& qp, uint8_t lane) const {
   return static_cast<uint16_t>(0xc000 | ((qp.src_port - 0xc000u + lane) & 0x3fff));
 }
 
-// Round-robin over the active lanes (spraying). Retired lanes come back
-// after their hold-down.
-uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now) {
+namespace {
+
+Duration probe_hold(const LaneTx& t) {
+  return kRetireHold * (int64_t{1} << std::min<uint32_t>(t.probe_fails, kMaxProbeBackoff));
+}
+
+// A probe that failed (its packet was asked for again, resent, or never
+// answered): the lane stays retired for a longer hold-down.
+void probe_failed(LaneTx& t, Time now) {
+  t.probe_out = false;
+  t.retired_at = now;
+  if (t.probe_fails < 255) ++t.probe_fails;
+}
+
+}  // namespace
+
+// Round-robin over the active lanes (spraying). A retired lane whose
+// hold-down ended carries exactly one new packet, its probe (never a
+// retransmission: a lost probe then costs one packet, sent again elsewhere).
+uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
   Lossy& l = qp.lossy;
+  for (uint16_t i = 0; i < l.nlanes; ++i) {
+    LaneTx& t = l.lanes[i];
+    if (t.active) continue;
+    if (t.probe_out && now - t.probe_at >= probe_hold(t)) probe_failed(t, now);  // no answer
+    if (!resend && !t.probe_out && now - t.retired_at >= probe_hold(t)) {
+      t.probe_out = true;  // lossy_on_sent records its PSN
+      t.probe_at = now;
+      return static_cast<uint8_t>(i);
+    }
+  }
   for (uint16_t k = 0; k < l.nlanes; ++k) {
     const uint16_t i = static_cast<uint16_t>((l.next_lane + k) % l.nlanes);
-    LaneTx& t = l.lanes[i];
-    if (!t.active && now - t.retired_at >= kRetireHold) {
-      t.active = true;  // probe: back in service, retired again if it keeps losing
-      t.score = kRetireScore / 2;
-    }
-    if (t.active) {
+    if (l.lanes[i].active) {
       l.next_lane = static_cast<uint16_t>((i + 1) % l.nlanes);
       return static_cast<uint8_t>(i);
     }
   }
   l.next_lane = static_cast<uint16_t>((l.next_lane + 1) % l.nlanes);
   return 0;
+}
+
+// The trailer's lane-state fields: the PROBE flag, and which lanes are
+// retired, eight lanes per packet in turn, so that the receiver does not wait
+// for a retired lane to pass a missing PSN (docs/wire.md).
+void Engine::Impl::lossy_trailer_lanes(Qp& qp, uint8_t lane, sroce_leh_req& leh) {
+  Lossy& l = qp.lossy;
+  if (!l.lanes[lane].active) leh.flags = static_cast<uint8_t>(leh.flags | SROCE_LEH_F_PROBE);
+  const uint32_t chunks = (l.nlanes + 7u) / 8u;
+  const uint32_t c = l.retired_chunk % chunks;
+  l.retired_chunk = static_cast<uint8_t>((c + 1) % chunks);
+  uint8_t bits = 0;
+  for (uint32_t i = 0; i < 8 && 8 * c + i < l.nlanes; ++i)
+    if (!l.lanes[8 * c + i].active) bits = static_cast<uint8_t>(bits | (1u << i));
+  leh.retired = bits;
+  leh.retired_chunk = static_cast<uint8_t>(c);
 }
 
 void Engine::Impl::lossy_on_sent(Qp& qp, uint32_t psn, uint8_t lane, bool retx, Time now) {
@@ -115,8 +161,12 @@ void Engine::Impl::lossy_on_sent(Qp& qp, uint32_t psn, uint8_t lane, bool retx, 
   t.retx = t.retx || retx;
   t.sent = now;
   t.rtt_armed = !t.retx;
+  // A probe's PSN sent again (asked for, or an RTO): the probe failed.
+  LaneTx& old = qp.lossy.lanes[t.lane % kMaxLanes];
+  if (retx && old.probe_out && old.probe_psn == psn) probe_failed(old, now);
   t.lane = lane;
   LaneTx& lt = qp.lossy.lanes[lane];
+  if (!lt.active && lt.probe_out && !retx) lt.probe_psn = psn;
   ++lt.tx;
   if (retx) ++lt.retx;
   if (++lt.since_decay >= kDecayPackets) {
@@ -209,6 +259,15 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
   // Per-lane RTT: every PSN this ACK newly covers (cumulatively or by SACK)
   // that was sent once gives its lane a sample.
   auto lane_sample = [&](TxSlot& t) {
+    LaneTx& pl = l.lanes[t.lane % kMaxLanes];
+    if (pl.probe_out && pl.probe_psn == t.psn && !t.retx) {
+      // The probe arrived: the lane is back (docs/lossy.md, lane health).
+      pl.probe_out = false;
+      pl.probe_fails = 0;
+      pl.active = true;
+      pl.score = kRetireScore / 2;
+      pl.since_decay = 0;
+    }
     if (!t.rtt_armed || now < t.sent) return;
     const int64_t r = (now - t.sent).ps;
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
@@ -228,6 +287,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     if (!t.valid || t.psn != q) continue;
     if ((leh.sack >> i) & 1) {
       lane_sample(t);
+      if (!t.sacked) l.rto_backoff = 0;  // progress: the peer is alive
       t.sacked = true;
       if (t.pending) {
         t.pending = false;
@@ -241,6 +301,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     any = true;
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
     ++lt.naks;
+    if (!lt.active) continue;  // a probe: lossy_on_sent sees it fail when resent
     lt.score += kLossPenalty;
     if (lt.active && lt.score >= kRetireScore) {
       uint32_t active = 0;
@@ -294,7 +355,8 @@ void Engine::Impl::lossy_on_rto(Qp& qp, Time now) {
   if (marked == 0 || head_rd) req_rewind(qp, req_resume_psn(qp));
   if (l.rto_backoff < kMaxBackoff) ++l.rto_backoff;
   if (qp.ack_timeout.ps != 0) {
-    qp.retx_deadline = now + qp.ack_timeout * (int64_t{1} << l.rto_backoff);
+    const Duration rto = qp.ack_timeout * (int64_t{1} << l.rto_backoff);
+    qp.retx_deadline = now + std::min(rto, std::max(qp.ack_timeout, kRtoCap));
     timer_update(qp);
   }
   sched_req(qp);

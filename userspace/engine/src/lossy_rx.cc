@@ -22,10 +22,26 @@ namespace {
 using Impl = Engine::Impl;
 
 uint32_t ring(uint32_t psn) { return psn & (kLossyWindow - 1); }
-// At least 1 ns: a zero timeout would re-arm at `now` inside on_timer forever.
+// The reorder window (docs/lossy.md; RACK, RFC 8985 section 6.2): reo_mult
+// quarters of the minimum RTT once the receiver has measured one, never
+// below kReoFloor nor above reorder_timeout (the configured backstop, also
+// the window before any sample). At least 1 ns: a zero timeout would re-arm
+// at `now` inside on_timer forever.
+constexpr Duration kReoFloor = Duration::micros(1);
+constexpr uint8_t kReoMultMax = 16;  // 4 min RTTs
+constexpr uint8_t kReoCleanRounds = 16;
+constexpr uint32_t kRttWindow = 64;  // samples per window of the minimum RTT
+
 Duration reorder_timeout(const EngineConfig& c) {
   return std::max(c.lossy.reorder_timeout, Duration::nanos(1));
 }
+Duration reorder_window(const EngineConfig& c, const Lossy& l) {
+  const Duration cap = reorder_timeout(c);
+  if (l.rx_rtt_min_ps <= 0) return cap;
+  const Duration w = Duration::picos(l.rx_rtt_min_ps * l.reo_mult / 4);
+  return std::min(std::max(w, kReoFloor), cap);
+}
+uint32_t ns32(Time t) { return static_cast<uint32_t>(t.ps / 1000); }
 bool test(const uint64_t* m, uint32_t psn) { return (m[ring(psn) >> 6] >> (ring(psn) & 63)) & 1; }
 void set(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] |= uint64_t{1} << (ring(psn) & 63); }
 void clr(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] &= ~(uint64_t{1} << (ring(psn) & 63)); }
@@ -69,7 +85,7 @@ MemStatus place_sgl(Impl& e, Qp& qp, const Sge* sges, uint32_t n, uint32_t total
 
 // Declares `q` lost (once until it arrives or the reorder timer re-asks):
 // the next ACK asks for exactly it.
-bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words) {
+bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words, Time now) {
   Lossy& l = qp.lossy;
   const int32_t d = psn_diff(q, qp.resp_psn);
   if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, q) || test(lost_words, q))
@@ -77,6 +93,13 @@ bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words) {
   if (l.rx_mixed && psn_diff(q, l.rx_floor) < 0) return false;  // compatible: go-back-N
   set(lost_words, q);
   set(l.report, q);
+  l.rxs[ring(q)].asked_ns = ns32(now);
+  if (!l.rtt_probe_on) {
+    // RTT sample: from this request to its retransmission.
+    l.rtt_probe_on = true;
+    l.rtt_probe_psn = q;
+    l.rtt_probe_at = now;
+  }
   ++qp.stats.losses_detected;
   return true;
 }
@@ -98,11 +121,19 @@ void Engine::Impl::lossy_reset_rx(Qp& qp) {
   l.dup_total = 0;
   l.lanes_seen = 0;
   l.peer_lanes = 1;
+  l.peer_retired = 0;
+  l.retired_seen = 0;
   l.echo_lane = 0;
   l.echo_psn = 0;
   l.gap_mark = 0;
   l.gap_fires = 0;
   l.gap_deadline = Time::never();
+  l.rx_rtt_min_ps = l.rx_rtt_win_ps = 0;
+  l.rx_srtt_ps = l.rx_rttvar_ps = 0;
+  l.rx_rtt_n = 0;
+  l.rtt_probe_on = false;
+  l.reo_mult = 1;
+  l.reo_clean = 0;
   for (LaneRx& r : l.lanes_rx) r = LaneRx{};
 }
 
@@ -368,10 +399,21 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   if (g > 0) {
     lr.losses += static_cast<uint64_t>(g);
     if (leh.prev_psn & SROCE_LEH_PSN_VALID)
-      declared |= declare_lost(qp, leh.prev_psn & kPsnMask, l.lost);
+      declared |= declare_lost(qp, leh.prev_psn & kPsnMask, l.lost, now);
   }
   if (g >= 0) lr.exp_seq = static_cast<uint16_t>(leh.lane_seq + 1);
   l.peer_lanes = std::min<uint16_t>(sroce_leh_flags_lanes(leh.flags), kMaxLanes);
+  // Which lanes the sender retired (eight per trailer): from first
+  // transmissions only, and only newer than the last word for those lanes.
+  if (!(leh.flags & SROCE_LEH_F_RETX)) {
+    const uint32_t c = leh.retired_chunk & 7u;
+    if (!((l.retired_seen >> c) & 1) || psn_diff(psn, l.retired_psn[c]) > 0) {
+      l.retired_seen = static_cast<uint8_t>(l.retired_seen | (1u << c));
+      l.retired_psn[c] = psn;
+      l.peer_retired = (l.peer_retired & ~(uint64_t{0xff} << (8 * c))) |
+                       (uint64_t{leh.retired} << (8 * c));
+    }
+  }
   if (!(leh.flags & SROCE_LEH_F_RETX) && (!lr.used || psn_diff(psn, lr.hi_new) > 0)) {
     lr.hi_new = psn;
     lr.used = true;
@@ -389,6 +431,32 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     return;
   }
   if (d >= static_cast<int32_t>(kLossyWindow)) return count_drop(*this, qp, kRxDropOutOfSequence);
+  if (test(l.lost, psn) && !(leh.flags & SROCE_LEH_F_RETX)) {
+    // The original of a PSN we declared lost: the reorder window was too
+    // short (RACK widens it on a DSACK; RFC 8985 6.2).
+    if (l.reo_mult < kReoMultMax) ++l.reo_mult;
+    l.reo_clean = 0;
+  }
+  if (l.rtt_probe_on && psn == l.rtt_probe_psn) {
+    l.rtt_probe_on = false;
+    if ((leh.flags & SROCE_LEH_F_RETX) && now > l.rtt_probe_at) {
+      const int64_t r = (now - l.rtt_probe_at).ps;
+      if (l.rx_srtt_ps == 0) {
+        l.rx_srtt_ps = r;
+        l.rx_rttvar_ps = r / 2;
+      } else {
+        const int64_t dev = r > l.rx_srtt_ps ? r - l.rx_srtt_ps : l.rx_srtt_ps - r;
+        l.rx_rttvar_ps = (3 * l.rx_rttvar_ps + dev) / 4;
+        l.rx_srtt_ps = (7 * l.rx_srtt_ps + r) / 8;
+      }
+      if (l.rx_rtt_min_ps == 0 || r < l.rx_rtt_min_ps) l.rx_rtt_min_ps = r;
+      if (l.rx_rtt_n == 0 || r < l.rx_rtt_win_ps) l.rx_rtt_win_ps = r;
+      if (++l.rx_rtt_n >= kRttWindow) {  // a windowed minimum: paths change
+        l.rx_rtt_min_ps = l.rx_rtt_win_ps;
+        l.rx_rtt_n = 0;
+      }
+    }
+  }
   if (static_cast<uint64_t>(d) > qp.stats.max_reorder_depth)
     qp.stats.max_reorder_depth = static_cast<uint64_t>(d);
   if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) l.rx_high = psn_add(psn, 1);
@@ -442,7 +510,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     if (cfg_.lossy.gap_is_loss) {
       // IRN-style baseline: every PSN gap below this arrival is a loss.
       for (uint32_t q = qp.resp_psn; psn_diff(q, psn) < 0; q = psn_add(q, 1))
-        declared |= declare_lost(qp, q, l.lost);
+        declared |= declare_lost(qp, q, l.lost, now);
     } else if (l.peer_lanes > 1) {
       // Several lanes: each lane is one path, in order, and carries new PSNs
       // in increasing order. Once every lane of the sender delivered a first
@@ -450,16 +518,23 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
       // earlier losses of a burst on one lane, which the lane's sequence
       // cannot). A lane that delivered nothing yet, or was retired, stops
       // this rule; the reorder timer remains.
-      bool all = true;
+      // Lanes the sender retired are left out: they carry at most a probe,
+      // which is then lost like any other packet once the others passed it.
+      bool all = true, any = false;
       uint32_t low = 0;
       for (uint16_t i = 0; i < l.peer_lanes && all; ++i) {
+        if ((l.peer_retired >> i) & 1) continue;
         const LaneRx& x = l.lanes_rx[i];
-        if (!x.used) all = false;
-        else if (i == 0 || psn_diff(x.hi_new, low) < 0) low = x.hi_new;
+        if (!x.used) {
+          all = false;
+        } else if (!any || psn_diff(x.hi_new, low) < 0) {
+          low = x.hi_new;
+          any = true;
+        }
       }
-      if (all)
+      if (all && any)
         for (uint32_t q = qp.resp_psn; psn_diff(q, low) < 0; q = psn_add(q, 1))
-          declared |= declare_lost(qp, q, l.lost);
+          declared |= declare_lost(qp, q, l.lost, now);
     } else {
       // One lane: a missing PSN with ooo_threshold later arrivals is lost
       // (Falcon's out-of-order threshold, TCP's dupthresh).
@@ -469,12 +544,12 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
         if (test(l.have, q))
           ++later;
         else if (later >= cfg_.lossy.ooo_threshold)
-          declared |= declare_lost(qp, q, l.lost);
+          declared |= declare_lost(qp, q, l.lost, now);
       }
     }
     if (l.gap_deadline == Time::never()) {
       l.gap_mark = l.rx_high;
-      l.gap_deadline = now + reorder_timeout(cfg_);
+      l.gap_deadline = now + reorder_window(cfg_, l);
       timer_update(qp);
     }
   }
@@ -506,11 +581,11 @@ void Engine::Impl::lossy_rx_trimmed(Qp& qp, uint32_t psn, Time now) {
   const int32_t d = psn_diff(psn, qp.resp_psn);
   if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, psn)) return;
   clr(l.lost, psn);  // ask even if asked before: this copy was cut too
-  declare_lost(qp, psn, l.lost);
+  declare_lost(qp, psn, l.lost, now);
   if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) l.rx_high = psn_add(psn, 1);
   if (l.gap_deadline == Time::never()) {
     l.gap_mark = l.rx_high;
-    l.gap_deadline = now + reorder_timeout(cfg_);
+    l.gap_deadline = now + reorder_window(cfg_, l);
     timer_update(qp);
   }
   resp_ack(qp, psn_add(qp.resp_psn, -1), true);
@@ -524,23 +599,38 @@ void Engine::Impl::lossy_rx_timer(Qp& qp, Time now) {
   l.gap_deadline = Time::never();
   if (!l.rx || l.rx_high == qp.resp_psn || qp.state == QpState::kErr) return;
   // A PSN asked for before is asked again only if it was already asked at
-  // the previous fire (its retransmission had a whole period to arrive).
-  bool any = false;
+  // the previous fire (its retransmission had a whole period to arrive) and,
+  // once the RTT is known, at least srtt + 4 rttvar (RFC 6298's timeout for
+  // the request; at most reorder_timeout, so that a noisy RTT does not leave
+  // it to the sender's RTO) plus the reorder window ago.
+  const Duration win = reorder_window(cfg_, l);
+  auto reask_due = [&](uint32_t q) {
+    if (l.rx_rtt_min_ps <= 0) return true;
+    const uint32_t since_ns = ns32(now) - l.rxs[ring(q)].asked_ns;
+    const int64_t rto = std::min(l.rx_srtt_ps + 4 * l.rx_rttvar_ps, reorder_timeout(cfg_).ps);
+    return int64_t{since_ns} * 1000 >= rto + win.ps;
+  };
+  bool any = false, fresh = false;
   for (uint32_t q = qp.resp_psn; psn_diff(q, l.gap_mark) < 0; q = psn_add(q, 1)) {
     if (test(l.have, q)) continue;
     if (!test(l.lost, q)) {
-      any |= declare_lost(qp, q, l.lost);
-    } else if (test(l.stale, q)) {
+      fresh |= declare_lost(qp, q, l.lost, now);
+    } else if (test(l.stale, q) && reask_due(q)) {
       set(l.report, q);
+      l.rxs[ring(q)].asked_ns = ns32(now);
       any = true;
     } else {
       set(l.stale, q);
     }
   }
-  if (any) resp_ack(qp, psn_add(qp.resp_psn, -1), true);
+  if (fresh && ++l.reo_clean >= kReoCleanRounds) {
+    l.reo_mult = 1;  // RFC 8985 6.2: back to the base window after 16 clean rounds
+    l.reo_clean = 0;
+  }
+  if (any || fresh) resp_ack(qp, psn_add(qp.resp_psn, -1), true);
   if (l.gap_fires < 6) ++l.gap_fires;
   l.gap_mark = l.rx_high;
-  l.gap_deadline = now + reorder_timeout(cfg_) * (int64_t{1} << l.gap_fires);
+  l.gap_deadline = now + reorder_window(cfg_, l) * (int64_t{1} << l.gap_fires);
   timer_update(qp);
 }
 

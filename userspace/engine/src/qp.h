@@ -121,6 +121,7 @@ struct RxSlot {
   uint64_t va = 0;
   uint64_t swap_add = 0;
   uint64_t compare = 0;
+  uint32_t asked_ns = 0;  // missing PSN: when it was last asked for (low 32 bits of ns)
 };
 
 struct LaneTx {
@@ -131,6 +132,12 @@ struct LaneTx {
   uint32_t score = 0;     // loss score (health); decays with packets sent
   uint32_t since_decay = 0;
   Time retired_at;
+  // A retired lane is probed with one new packet after its hold-down; it
+  // comes back only when that packet is acknowledged.
+  bool probe_out = false;
+  uint8_t probe_fails = 0;  // consecutive failed probes (the hold-down doubles)
+  uint32_t probe_psn = 0;
+  Time probe_at;
   int64_t srtt_ps = 0;
   uint64_t tx = 0, retx = 0, naks = 0;
 };
@@ -157,6 +164,7 @@ struct Lossy {
   // requester
   uint16_t nlanes = 1;
   uint16_t next_lane = 0;
+  uint8_t retired_chunk = 0;  // which 8 lanes' state the next trailer carries
   uint32_t rsn_next = 0;  // receive sequence number of the next SEND / WRITE w/ imm
   uint32_t rtx_count = 0; // pending selective retransmissions
   uint32_t rto_backoff = 0;
@@ -180,9 +188,25 @@ struct Lossy {
   uint32_t dup_total = 0;     // duplicates received (echoed to the sender)
   uint16_t lanes_seen = 0;    // 1 + highest lane seen from the peer
   uint16_t peer_lanes = 1;    // the sender's lane count (request trailer flags)
+  uint64_t peer_retired = 0;  // the sender's retired lanes (request trailers)
+  uint32_t retired_psn[kMaxLanes / 8] = {};  // PSN that last updated each chunk
+  uint8_t retired_seen = 0;                  // chunks updated at least once
   uint8_t echo_lane = 0;
   uint32_t echo_psn = 0;      // with SROCE_LEH_PSN_VALID
   uint32_t gap_mark = 0;      // PSNs before it are lost when the gap timer fires
+  // Reorder window (RACK-like, RFC 8985): a fraction of the minimum RTT the
+  // receiver measures from a retransmission request to the retransmission,
+  // in quarters (reo_mult), widened when an original arrives after it was
+  // declared lost (a spurious declaration), reset after 16 clean rounds.
+  int64_t rx_rtt_min_ps = 0;  // 0: no sample yet (reorder_timeout alone)
+  int64_t rx_rtt_win_ps = 0;  // minimum of the current window of samples
+  int64_t rx_srtt_ps = 0, rx_rttvar_ps = 0;  // RFC 6298: when to ask again
+  uint32_t rx_rtt_n = 0;
+  uint32_t rtt_probe_psn = 0;
+  bool rtt_probe_on = false;
+  uint8_t reo_mult = 1;
+  uint8_t reo_clean = 0;
+  Time rtt_probe_at;
   uint32_t gap_fires = 0;     // consecutive timer fires without progress (backoff)
   Time gap_deadline = Time::never();
   LaneRx lanes_rx[kMaxLanes];

@@ -263,7 +263,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   if (lossy) {
     // Lossy trailer (docs/wire.md): lane and per-lane sequence, and what a
     // packet needs to be placed out of order (IRN).
-    lane = lossy_pick_lane(qp, now);
+    lane = lossy_pick_lane(qp, now, resend);
     LaneTx& lt = qp.lossy.lanes[lane];
     sroce_leh_req l{};
     l.lane = lane;
@@ -277,6 +277,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
     l.offset = off;
     l.va = w.remote_addr + off;
     l.rkey = w.rkey;
+    lossy_trailer_lanes(qp, lane, l);
     sroce_leh_req_write(trailer, &l);
     lt.prev_psn = bth.psn;
     lt.has_prev = true;
