@@ -99,7 +99,8 @@ def answers(path: str) -> bool:
 
 
 class Daemons:
-    def __init__(self, bindir: str, path: Path, work: str, log_level: str):
+    def __init__(self, bindir: str, path: Path, work: str, log_level: str,
+                 extra: list[str] | None = None):
         self.procs: list[subprocess.Popen] = []
         self.socks = [os.path.join(work, f"sroced-{i}.sock") for i in range(2)]
         self.logs = [os.path.join(work, f"sroced-{i}.log") for i in range(2)]
@@ -108,7 +109,7 @@ class Daemons:
                 self.procs.append(subprocess.Popen(
                     ["ip", "netns", "exec", path.ns[i], os.path.join(bindir, "sroced"),
                      "--config", "/dev/null", "--netdev", path.dev[i], "--socket", self.socks[i],
-                     "--log-level", log_level],
+                     "--log-level", log_level] + (extra or []),
                     stdout=log, stderr=log, stdin=subprocess.DEVNULL))
         deadline = time.monotonic() + 30
         for i in range(2):
@@ -180,6 +181,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each measurement; the median is reported")
     ap.add_argument("--log-level", default="warn", help="sroced's log level")
+    ap.add_argument("--sroced-arg", action="append", default=[],
+                    help="extra sroced argument (repeatable), e.g. --sroced-arg=--set "
+                         "--sroced-arg=datapath.memory_batching=false")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every program's report")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -226,7 +230,7 @@ def main() -> int:
             rtt99.append(raw["raw_pingpong_p99_us"])
 
         log("starting sroced in both namespaces")
-        daemons = Daemons(bindir, path, work, a.log_level)
+        daemons = Daemons(bindir, path, work, a.log_level, a.sroced_arg)
         bw_common = ["ib_write_bw", "-x", "0", "-F", "--report_gbits", "-m", "4096",
                      "-s", "65536", "-D", str(int(max(1, a.seconds)))]
         bw: dict[int, list[float]] = {1: [], 8: []}
