@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "memory.h"
 
@@ -38,6 +39,7 @@ TEST_CASE("tagged access stays inside the tag's registered ranges", "[memory]") 
 
   const char w[] = "WRITE";
   REQUIRE(m.write(ProcessMemory::tagged(1, va + 6), std::as_bytes(std::span(w, 5))));
+  m.flush_writes();  // writes are staged until the loop flushes them (memory.h)
   CHECK(memcmp(buf.data(), "hello WRITE", 11) == 0);
   CHECK_FALSE(m.write(ProcessMemory::tagged(1, va + 126), std::as_bytes(std::span(w, 5))));
   CHECK(memcmp(buf.data() + 126, "\0\0\0\0\0", 5) == 0);
@@ -151,4 +153,82 @@ TEST_CASE("a mapped (kernel-path) context is read and written through its mappin
   CHECK(m.read(ProcessMemory::tagged(3, ro_va), ro));
   m.detach(3);
   CHECK_FALSE(m.read(ProcessMemory::tagged(3, ro_va), ro));
+}
+
+TEST_CASE("read-ahead: a stream of packet reads costs few calls and never serves stale or "
+          "unregistered bytes", "[memory]") {
+  ProcessMemory m(8);
+  std::vector<uint8_t> buf(256 * 1024);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 7 + (i >> 12));
+  auto va = reinterpret_cast<uint64_t>(buf.data());
+  m.attach(1, getpid());
+  m.add_range(1, va, 128 * 1024);  // the second half is not registered
+  std::array<std::byte, 4096> out{};
+
+  // 32 packets of 4 KiB in order (two 64 KiB messages): the first read is direct, the second
+  // continues it and fills a window; later ones mostly come from windows.
+  for (size_t k = 0; k < 32; ++k) {
+    REQUIRE(m.read(ProcessMemory::tagged(1, va + k * 4096), out));
+    REQUIRE(memcmp(out.data(), buf.data() + k * 4096, 4096) == 0);
+  }
+  CHECK(m.stats().window_fills >= 1);
+  CHECK(m.stats().window_fills <= 4);
+  CHECK(m.stats().window_hits >= 26);
+
+  // A window read past the registered range holds those bytes, but they are never handed out.
+  REQUIRE(m.read(ProcessMemory::tagged(1, va + 124 * 1024), out));
+  CHECK_FALSE(m.read(ProcessMemory::tagged(1, va + 128 * 1024 - 2048), out));
+
+  // The application writes its memory: after forget_windows() (what the loop does each pass
+  // and after taking work requests) the new bytes are read.
+  const auto hits = m.stats().window_hits;
+  REQUIRE(m.read(ProcessMemory::tagged(1, va + 8 * 4096), out));  // from a window
+  CHECK(m.stats().window_hits == hits + 1);
+  buf[8 * 4096] ^= 0xff;
+  m.forget_windows();
+  REQUIRE(m.read(ProcessMemory::tagged(1, va + 8 * 4096), out));
+  CHECK(static_cast<uint8_t>(out[0]) == buf[8 * 4096]);
+
+  // The daemon's own write drops the windows it overlaps, without forget_windows().
+  for (size_t k = 0; k < 4; ++k) REQUIRE(m.read(ProcessMemory::tagged(1, va + k * 4096), out));
+  const uint8_t w[3] = {1, 2, 3};
+  REQUIRE(m.write(ProcessMemory::tagged(1, va + 2 * 4096 + 10), std::as_bytes(std::span(w))));
+  REQUIRE(m.read(ProcessMemory::tagged(1, va + 2 * 4096), out));
+  CHECK(memcmp(out.data() + 10, w, 3) == 0);
+  m.detach(1);
+}
+
+TEST_CASE("staged writes: one call for a run of packets, in place at flush or before a read",
+          "[memory]") {
+  ProcessMemory m(8);
+  std::vector<uint8_t> buf(128 * 1024, 0);
+  std::vector<uint8_t> src(4096);
+  auto va = reinterpret_cast<uint64_t>(buf.data());
+  m.attach(1, getpid());
+  m.add_range(1, va, 64 * 1024);
+  // 16 packets of 4 KiB, in order, as a 64 KiB RDMA WRITE arrives.
+  for (size_t k = 0; k < 16; ++k) {
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(k * 31 + i);
+    REQUIRE(m.write(ProcessMemory::tagged(1, va + k * 4096), std::as_bytes(std::span(src))));
+  }
+  // Refused at once, not at flush: the engine must learn of a bad range immediately.
+  CHECK_FALSE(m.write(ProcessMemory::tagged(1, va + 64 * 1024 - 8), std::as_bytes(std::span(src))));
+  CHECK(buf[5 * 4096 + 1] == 0);  // staged, not yet written
+  CHECK(m.stats().write_flushes == 0);
+  CHECK(m.flush_writes());
+  CHECK(m.stats().write_flushes == 1);
+  CHECK_FALSE(m.flush_writes());  // nothing left
+  for (size_t k = 0; k < 16; ++k) REQUIRE(buf[k * 4096 + 7] == static_cast<uint8_t>(k * 31 + 7));
+  CHECK(m.stats().failed == 0);
+
+  // Scattered writes, then a read of one of them: the read flushes first and sees it.
+  const uint8_t w[4] = {9, 8, 7, 6};
+  REQUIRE(m.write(ProcessMemory::tagged(1, va + 100), std::as_bytes(std::span(w))));
+  REQUIRE(m.write(ProcessMemory::tagged(1, va + 40000), std::as_bytes(std::span(w))));
+  std::array<std::byte, 4> out{};
+  REQUIRE(m.read(ProcessMemory::tagged(1, va + 40000), out));
+  CHECK(memcmp(out.data(), w, 4) == 0);
+  CHECK(memcmp(buf.data() + 100, w, 4) == 0);
+  CHECK(m.stats().write_flushes == 2);
+  m.detach(1);
 }

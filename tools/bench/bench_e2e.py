@@ -99,7 +99,8 @@ def answers(path: str) -> bool:
 
 
 class Daemons:
-    def __init__(self, bindir: str, path: Path, work: str, log_level: str):
+    def __init__(self, bindir: str, path: Path, work: str, log_level: str,
+                 extra: list[str] | None = None):
         self.procs: list[subprocess.Popen] = []
         self.socks = [os.path.join(work, f"sroced-{i}.sock") for i in range(2)]
         self.logs = [os.path.join(work, f"sroced-{i}.log") for i in range(2)]
@@ -108,7 +109,7 @@ class Daemons:
                 self.procs.append(subprocess.Popen(
                     ["ip", "netns", "exec", path.ns[i], os.path.join(bindir, "sroced"),
                      "--config", "/dev/null", "--netdev", path.dev[i], "--socket", self.socks[i],
-                     "--log-level", log_level],
+                     "--log-level", log_level] + (extra or []),
                     stdout=log, stderr=log, stdin=subprocess.DEVNULL))
         deadline = time.monotonic() + 30
         for i in range(2):
@@ -116,6 +117,16 @@ class Daemons:
                 if self.procs[i].poll() is not None or time.monotonic() > deadline:
                     raise BenchError(f"sroced {i} did not come up:\n{open(self.logs[i]).read()}")
                 time.sleep(0.05)
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time both daemons used so far (`ip netns exec` execs sroced, so
+        the Popen pid is the daemon's)."""
+        total = 0
+        for p in self.procs:
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+        return total / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         for p in self.procs:
@@ -180,6 +191,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each measurement; the median is reported")
     ap.add_argument("--log-level", default="warn", help="sroced's log level")
+    ap.add_argument("--sroced-arg", action="append", default=[],
+                    help="extra sroced argument (repeatable), e.g. --sroced-arg=--set "
+                         "--sroced-arg=datapath.memory_batching=false")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every program's report")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -226,20 +240,26 @@ def main() -> int:
             rtt99.append(raw["raw_pingpong_p99_us"])
 
         log("starting sroced in both namespaces")
-        daemons = Daemons(bindir, path, work, a.log_level)
+        daemons = Daemons(bindir, path, work, a.log_level, a.sroced_arg)
         bw_common = ["ib_write_bw", "-x", "0", "-F", "--report_gbits", "-m", "4096",
                      "-s", "65536", "-D", str(int(max(1, a.seconds)))]
         bw: dict[int, list[float]] = {1: [], 8: []}
+        cpu: dict[int, list[float]] = {1: [], 8: []}  # daemon CPU seconds per GB written
         lat: dict[str, list[dict]] = {"send": [], "write": []}
         for _ in range(a.repeat):
             for q in (1, 8):
                 log(f"ib_write_bw, {q} QP{'s' if q > 1 else ''}, 64 KiB, MTU 4096")
+                c0 = daemons.cpu_seconds()
                 text = perftest_pair(bindir, path, daemons.socks, bw_common + ["-q", str(q)],
                                      timeout=90 + 2 * a.seconds)
+                used = daemons.cpu_seconds() - c0
                 if a.verbose:
                     print(text, file=sys.stderr)
                 bw[q].append(perftest_out.bw_gbps(text))
-                log(f"  {bw[q][-1]:.2f} Gbit/s")
+                gbytes = bw[q][-1] * max(1, int(a.seconds)) / 8
+                cpu[q].append(used / gbytes if gbytes > 0 else float("inf"))
+                log(f"  {bw[q][-1]:.2f} Gbit/s; both daemons {used:.2f} CPU s, "
+                    f"{cpu[q][-1]:.2f} CPU s per GB")
             for verb in ("send", "write"):
                 log(f"ib_{verb}_lat, 64 B, {a.iters} iterations")
                 text = perftest_pair(bindir, path, daemons.socks,
@@ -270,6 +290,10 @@ def main() -> int:
     r2 = lambda x: round(x, 2)  # noqa: E731
     res["write_bw_gbps_1qp"] = r2(median(bw[1]))
     res["write_bw_gbps_8qp"] = r2(median(bw[8]))
+    # Daemon CPU (both hosts, user + system, including connection set-up) per GB written: the
+    # cost of the data path, much less sensitive to a loaded machine than the rates.
+    res["sroced_cpu_s_per_gb_1qp"] = r2(median(cpu[1]))
+    res["sroced_cpu_s_per_gb_8qp"] = r2(median(cpu[8]))
     res["raw_udp_gbps"] = r2(median(raw_gbps))
     # The same traffic through sroced's UdpDatapath alone (io_uring, GSO packing), no engine:
     # where the gap between raw UDP and ib_write_bw is spent.

@@ -54,6 +54,7 @@ struct Config {
     uint32_t sndbuf = 4u << 20;
     uint32_t rcvbuf = 8u << 20;
     uint32_t busy_poll_us = 50;  // keep polling this long after the last work before sleeping
+    bool memory_batching = true;  // read-ahead windows and staged writes of app memory (memory.h)
   } datapath;
 
   // [dpdk]: the poll-mode datapath, used when datapath.kind = "dpdk"

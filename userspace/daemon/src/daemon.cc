@@ -179,7 +179,7 @@ Result<void> Daemon::start() {
       }
     }
   }
-  mem_ = std::make_unique<ProcessMemory>(cfg_.control.max_contexts);
+  mem_ = std::make_unique<ProcessMemory>(cfg_.control.max_contexts, cfg_.datapath.memory_batching);
   engine_ = std::make_unique<Engine>(ec, *mem_);
 
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -265,6 +265,9 @@ bool Daemon::handle_events(int timeout_ns) {
 }
 
 bool Daemon::pass(Time t) {
+  // Read-ahead windows (memory.h) live within one phase: applications may have written
+  // memory since the last pass, and new work requests name buffers written just before.
+  mem_->forget_windows();
   bool work = dp_->poll();
   size_t n = dp_->rx_burst(rx_);
   for (size_t i = 0; i < n; ++i) {
@@ -272,8 +275,11 @@ bool Daemon::pass(Time t) {
     if (!svc_->on_gsi_packet(rx_[i].payload, rx_[i].meta))
       engine_->on_packet(rx_[i].payload, rx_[i].meta, t);
   }
+  // Received data in place before anything acknowledges or completes it (memory.h).
+  mem_->flush_writes();
   work |= n > 0;
   work |= svc_->poll_rings(t);
+  mem_->forget_windows();
   if (engine_->next_deadline() <= t) {
     engine_->on_timer(t);
     ++loop_.timer_runs;
@@ -288,6 +294,7 @@ bool Daemon::pass(Time t) {
     work = true;
   }
   dp_->tx_flush();
+  mem_->flush_writes();  // timers or transmits may have written (READ responses are rx)
   work |= svc_->poll_completions();
   return work;
 }

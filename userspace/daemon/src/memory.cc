@@ -8,7 +8,7 @@
 
 namespace sroce::daemon {
 
-ProcessMemory::ProcessMemory(size_t max_tags) : owners_(max_tags + 1) {}
+ProcessMemory::ProcessMemory(size_t max_tags, bool batching) : batching_(batching), owners_(max_tags + 1) {}
 
 void ProcessMemory::attach(uint16_t tag, pid_t pid) {
   if (tag >= owners_.size() || tag == kLocalTag) return;
@@ -35,6 +35,8 @@ std::byte* ProcessMemory::mapped_at(const Owner& o, uint64_t va, size_t len, boo
 }
 
 void ProcessMemory::detach(uint16_t tag) {
+  flush_writes();
+  forget_windows();
   if (tag >= owners_.size()) return;
   owners_[tag] = Owner{};
   std::erase_if(global_, [tag](const GlobalRange& g) { return g.tag == tag; });
@@ -53,6 +55,8 @@ void ProcessMemory::add_range(uint16_t tag, uint64_t va, uint64_t len) {
 }
 
 void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
+  flush_writes();
+  forget_windows();
   if (tag >= owners_.size()) return;
   Owner& o = owners_[tag];
   for (auto it = o.ranges.begin(); it != o.ranges.end(); ++it) {
@@ -130,6 +134,7 @@ ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
 
 bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
   if (out.empty()) return true;
+  if (stage_iovs_ != 0) flush_writes();  // a read sees every earlier write
   if ((addr >> kTagShift) == kLocalTag) {
     uint64_t off = addr & kVaMask;
     if (off > local_len_ || out.size() > local_len_ - off) {
@@ -151,6 +156,11 @@ bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
       return false;
     }
     memcpy(out.data(), at, out.size());
+    ++stats_.reads;
+    stats_.bytes_read += out.size();
+    return true;
+  }
+  if (batching_ && read_windowed(o->pid, addr & kVaMask, out)) {
     ++stats_.reads;
     stats_.bytes_read += out.size();
     return true;
@@ -185,6 +195,12 @@ bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
     stats_.bytes_written += in.size();
     return true;
   }
+  drop_windows(o->pid, addr & kVaMask, in.size());
+  if (batching_ && stage_write(o->pid, addr & kVaMask, in)) {
+    ++stats_.writes;
+    stats_.bytes_written += in.size();
+    return true;
+  }
   iovec local{const_cast<std::byte*>(in.data()), in.size()};
   iovec remote{reinterpret_cast<void*>(addr & kVaMask), in.size()};
   ssize_t n = process_vm_writev(o->pid, &local, 1, &remote, 1, 0);
@@ -194,6 +210,94 @@ bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
   }
   ++stats_.writes;
   stats_.bytes_written += in.size();
+  return true;
+}
+
+bool ProcessMemory::read_windowed(pid_t pid, uint64_t va, std::span<std::byte> out) {
+  const size_t len = out.size();
+  for (uint32_t i = 0; i < kWindows; ++i) {
+    const Window& w = windows_[i];
+    if (!(windows_valid_ & (1u << i)) || w.pid != pid || va < w.va || va - w.va > w.len ||
+        len > w.len - (va - w.va))
+      continue;
+    memcpy(out.data(), w.data + (va - w.va), len);
+    ++stats_.window_hits;
+    return true;
+  }
+  // A stream: this read starts where a recent one of the same process ended.
+  bool stream = false;
+  for (size_t i = 0; i < kStreams && !stream; ++i) stream = stream_end_[i] == va && stream_pid_[i] == pid;
+  stream_end_[stream_next_] = va + len;
+  stream_pid_[stream_next_] = pid;
+  stream_next_ = (stream_next_ + 1) % kStreams;
+  // Small reads (atomics, short messages) are cheaper as they are than as a 64 KiB copy.
+  if (!stream || len < kMinStreamRead || len >= kWindowBytes) return false;
+  if (!window_mem_) window_mem_ = std::make_unique<std::byte[]>(kWindowBytes * kWindows);
+  const uint32_t i = window_next_;
+  window_next_ = (window_next_ + 1) % kWindows;
+  Window& w = windows_[i];
+  w.data = window_mem_.get() + i * kWindowBytes;
+  // Up to kWindowBytes: a short count (the process's mapping ends) still serves this read if
+  // it covers it; the bytes are only ever handed out after check() of the exact range.
+  iovec local{w.data, kWindowBytes};
+  iovec remote{reinterpret_cast<void*>(va), kWindowBytes};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  ++stats_.window_fills;
+  if (n < static_cast<ssize_t>(len)) {
+    windows_valid_ &= ~(1u << i);
+    return false;
+  }
+  w.pid = pid;
+  w.va = va;
+  w.len = static_cast<size_t>(n);
+  windows_valid_ |= 1u << i;
+  memcpy(out.data(), w.data, len);
+  return true;
+}
+
+void ProcessMemory::drop_windows(pid_t pid, uint64_t va, size_t len) {
+  for (uint32_t i = 0; i < kWindows; ++i) {
+    const Window& w = windows_[i];
+    if ((windows_valid_ & (1u << i)) && w.pid == pid && va < w.va + w.len && w.va < va + len)
+      windows_valid_ &= ~(1u << i);
+  }
+}
+
+// Stages a write of `pid` (see memory.h); false: too big to stage, write it directly.
+bool ProcessMemory::stage_write(pid_t pid, uint64_t va, std::span<const std::byte> in) {
+  const size_t len = in.size();
+  if (len > kStageBytes / 4) return false;
+  auto extends = [&] {
+    const iovec& last = stage_remote_[stage_iovs_ - 1];
+    return reinterpret_cast<uint64_t>(last.iov_base) + last.iov_len == va;
+  };
+  if (stage_iovs_ != 0 && (stage_pid_ != pid || stage_len_ + len > kStageBytes ||
+                           (stage_iovs_ == kStageIovs && !extends())))
+    flush_writes();
+  if (!stage_mem_) stage_mem_ = std::make_unique<std::byte[]>(kStageBytes);
+  std::byte* at = stage_mem_.get() + stage_len_;
+  memcpy(at, in.data(), len);
+  stage_len_ += len;
+  stage_pid_ = pid;
+  if (stage_iovs_ != 0 && extends()) {
+    // Continues the previous run; the staging buffer is contiguous too.
+    stage_remote_[stage_iovs_ - 1].iov_len += len;
+    stage_local_[stage_iovs_ - 1].iov_len += len;
+  } else {
+    stage_local_[stage_iovs_] = {at, len};
+    stage_remote_[stage_iovs_] = {reinterpret_cast<void*>(va), len};
+    ++stage_iovs_;
+  }
+  return true;
+}
+
+bool ProcessMemory::flush_writes() {
+  if (stage_iovs_ == 0) return false;
+  ssize_t n = process_vm_writev(stage_pid_, stage_local_, stage_iovs_, stage_remote_, stage_iovs_, 0);
+  ++stats_.write_flushes;
+  if (n != static_cast<ssize_t>(stage_len_)) ++stats_.failed;
+  stage_iovs_ = 0;
+  stage_len_ = 0;
   return true;
 }
 

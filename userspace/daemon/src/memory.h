@@ -24,11 +24,38 @@
 // Inline send data (IBV_SEND_INLINE) lives in the daemon, copied out of the
 // send ring: tag kLocalTag denotes daemon memory, only inside windows the
 // daemon itself opened with allow_local().
+//
+// Read-ahead (the data path's largest cost was one process_vm_readv per
+// packet: a 64 KiB RDMA WRITE at MTU 4096 made 16). A read that continues where
+// an earlier read of the same process ended is a stream (the engine gathers a
+// message packet by packet, several QPs interleaved): it fills one of a few
+// windows with up to kWindowBytes of that process's memory in one call, and
+// the next packets of the stream are copied from the window. Nothing changes
+// for what may be read (every read is checked against the registered ranges
+// first; the window only holds bytes the process has). A window is only a
+// copy taken a moment earlier, so the daemon drops all windows whenever the
+// application may have written memory since: forget_windows() at the start of
+// every loop pass and after new work requests were taken from the rings (a
+// program writes a buffer, then posts it), and any write of the daemon into a
+// window's range drops that window.
+//
+// Write batching, the same cost on the receive side: writes into a process
+// are checked at once (the engine learns of a refused range immediately) and
+// staged; consecutive writes of one process leave in one process_vm_writev
+// with one iovec per run of contiguous bytes. flush_writes() sends them; the
+// loop calls it after the received packets were processed and before
+// completions reach any ring (a completion, or an ACK the peer acts on, must
+// find the data in place), and every read, detach and remove_range flushes
+// first. The kernel refusing a staged write (the process unmapped registered
+// memory, or died) is counted in `failed` but cannot fail the request any
+// more; rxe cannot fail there either (its pages are pinned).
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -44,7 +71,9 @@ class ProcessMemory final : public MemoryAccess {
 
   static uint64_t tagged(uint16_t tag, uint64_t va) { return (uint64_t{tag} << kTagShift) | (va & kVaMask); }
 
-  explicit ProcessMemory(size_t max_tags = 65535);
+  // `batching`: read-ahead windows and staged writes (below); false: one
+  // process_vm_readv / writev per access.
+  explicit ProcessMemory(size_t max_tags = 65535, bool batching = true);
 
   void attach(uint16_t tag, pid_t pid);
   // A kernel-path context: only mapped ranges, no process.
@@ -63,6 +92,15 @@ class ProcessMemory final : public MemoryAccess {
   uint64_t allow_local(const void* p, size_t len);
   void clear_local();
 
+  // Drops every read-ahead window (see above). Cheap: the loop calls it
+  // several times per pass.
+  void forget_windows() { windows_valid_ = 0; }
+  // Sends the staged writes (see above); true if there were any.
+  bool flush_writes();
+  static constexpr size_t kWindowBytes = 64 * 1024;
+  static constexpr size_t kWindows = 8;
+  static constexpr size_t kMinStreamRead = 1024;
+
   bool read(uint64_t addr, std::span<std::byte> out) override;
   bool write(uint64_t addr, std::span<const std::byte> in) override;
 
@@ -71,6 +109,9 @@ class ProcessMemory final : public MemoryAccess {
     uint64_t refused = 0;  // outside every registered range, or unknown tag
     uint64_t ambiguous = 0;  // untagged address registered by several contexts
     uint64_t failed = 0;   // the kernel refused (process gone, page unmapped)
+    uint64_t window_fills = 0;  // read-ahead process_vm_readv calls
+    uint64_t window_hits = 0;   // reads served from a window
+    uint64_t write_flushes = 0;  // process_vm_writev calls for staged writes
   };
   const Stats& stats() const { return stats_; }
 
@@ -100,6 +141,35 @@ class ProcessMemory final : public MemoryAccess {
   Owner* check(uint64_t addr, size_t len);
 
   Owner* find_untagged(uint64_t va, size_t len);
+
+  struct Window {
+    pid_t pid = 0;
+    uint64_t va = 0;
+    size_t len = 0;
+    std::byte* data = nullptr;
+  };
+  // Reads of a process: from a window, or a stream's read-ahead; false: read directly.
+  bool read_windowed(pid_t pid, uint64_t va, std::span<std::byte> out);
+  void drop_windows(pid_t pid, uint64_t va, size_t len);  // a write overlapping them
+  bool stage_write(pid_t pid, uint64_t va, std::span<const std::byte> in);
+  static constexpr size_t kStageBytes = 256 * 1024;
+  static constexpr size_t kStageIovs = 64;
+  bool batching_ = true;
+  std::unique_ptr<std::byte[]> stage_mem_;
+  size_t stage_len_ = 0;
+  pid_t stage_pid_ = 0;
+  iovec stage_local_[kStageIovs];
+  iovec stage_remote_[kStageIovs];
+  size_t stage_iovs_ = 0;
+  std::unique_ptr<std::byte[]> window_mem_;
+  Window windows_[kWindows];
+  uint32_t windows_valid_ = 0;  // bit i: windows_[i] holds data
+  uint32_t window_next_ = 0;    // round-robin replacement
+  // Ends of the last reads (a read starting at one of them continues a stream).
+  static constexpr size_t kStreams = 16;
+  uint64_t stream_end_[kStreams] = {};
+  pid_t stream_pid_[kStreams] = {};
+  uint32_t stream_next_ = 0;
 
   std::vector<Owner> owners_;
   std::vector<GlobalRange> global_;  // every range of every context, sorted by va
