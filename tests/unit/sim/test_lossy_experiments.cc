@@ -80,8 +80,9 @@ TEST_CASE("loss-sweep: selective repeat and lanes keep goodput at 1 % loss, go-b
                lanes = s["goodput_ratio_lanes_1pct"];
   CHECK(sr > 1.5 * gbn);
   CHECK(lanes > 1.5 * gbn);
-  // The issue's aim is >= 0.9; with the default 50 us reorder timer it holds
-  // for some seeds and not others (docs/results/lossy.md), so CI checks 0.8.
+  // The issue's aim is >= 0.9 (met at full size over 5 seeds,
+  // docs/results/lossy.md); this CI-size run is too short for the window to
+  // learn the RTT early (0.89 here), so CI checks 0.8.
   CHECK(lanes >= 0.8);
   CHECK(sr >= 0.8);
 }

@@ -107,7 +107,8 @@ void Engine::Impl::comp_retry(Qp& qp, uint32_t psn, Time now, bool count) {
     }
     --qp.retry_left;
   }
-  req_rewind(qp, psn);
+  // docs/lossy.md: after a mid-stream switch only the compatible PSNs go back.
+  if (!lossy_resend_compat(qp, psn)) req_rewind(qp, psn);
   qp.retx_deadline = Time::never();
   if (outstanding(qp) || qp.sq_next != qp.sq_tail) {
     if (qp.ack_timeout.ps != 0) {

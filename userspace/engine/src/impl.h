@@ -140,6 +140,7 @@ class Engine::Impl {
   void lossy_reset_rx(eng::Qp& qp);
   bool lossy_tx_gate(eng::Qp& qp);
   bool lossy_psn(eng::Qp& qp, uint32_t psn);
+  bool lossy_resend_compat(eng::Qp& qp, uint32_t from);
   uint8_t lossy_pick_lane(eng::Qp& qp, Time now, bool resend);
   void lossy_trailer_lanes(eng::Qp& qp, uint8_t lane, sroce_leh_req& leh);
   uint16_t lane_port(const eng::Qp& qp, uint8_t lane) const;

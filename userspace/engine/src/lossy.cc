@@ -87,6 +87,35 @@ bool Engine::Impl::lossy_psn(Qp& qp, uint32_t psn) {
   return !l.mixed || psn_diff(psn, l.tx_start) >= 0;
 }
 
+// Go-back-N from `from` while compatible PSNs before S are outstanding
+// (mixed): only [from, S) goes back, as compatible packets through the
+// pending list (lowest first, so in order on lane 0); the lossy PSNs after S
+// are the receiver's to ask for, it may have them already. Not with a
+// READ/atomic among them (a READ's response PSNs are not its packets): then
+// false, and the caller goes back N as compatible mode does.
+bool Engine::Impl::lossy_resend_compat(Qp& qp, uint32_t from) {
+  Lossy& l = qp.lossy;
+  if (!qp.is_rc() || !l.tx || lossy_psn(qp, from)) return false;
+  for (uint32_t i = qp.sq_head; i != qp.sq_tail && qp.wqe(i).started; ++i) {
+    const SendWqe& w = qp.wqe(i);
+    if (psn_diff(w.first_psn, l.tx_start) >= 0) break;
+    if (is_rd_atomic(w.opcode) && psn_diff(w.last_psn, from) >= 0) return false;
+  }
+  for (uint32_t q = from; psn_diff(q, l.tx_start) < 0; q = psn_add(q, 1)) {
+    if (psn_diff(q, qp.acked_psn) <= 0) continue;
+    TxSlot& t = slot(qp, q);
+    if (t.valid && t.psn == q && t.pending) continue;
+    t = TxSlot{};
+    t.psn = q;
+    t.valid = true;
+    t.retx = true;
+    t.pending = true;
+    ++l.rtx_count;
+  }
+  sched_req(qp);
+  return true;
+}
+
 // Lane port: the QP's base source port plus the lane, kept in the dynamic
 // range 49152..65535 (Annex A17.2.2 leaves the source port to the sender).
 uint16_t Engine::Impl::lane_port(const Qp& qp, uint8_t lane) const {

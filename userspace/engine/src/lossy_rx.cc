@@ -572,7 +572,10 @@ void Engine::Impl::lossy_rx_compat(Qp& qp, const sroce_pkt& pkt, const PacketMet
   resp_on_request(qp, pkt, meta, now);
   if (qp.state == QpState::kErr || qp.resp_psn == from) return;
   passed(qp, from);
+  const uint32_t next = qp.resp_psn;
   commit(*this, qp);
+  // It filled a hole: the PSNs placed behind it are acknowledged at once.
+  if (qp.resp_psn != next) resp_ack(qp, psn_add(qp.resp_psn, -1), true);
 }
 
 // DCP: a trimmed request is a loss we know at once and exactly.
