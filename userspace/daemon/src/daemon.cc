@@ -204,6 +204,7 @@ Result<void> Daemon::start() {
   env.netdev_mtu = mtu_;
   env.extra_header_bytes = cfg_.engine.lossy ? SROCE_LEH_LEN : 0;
   env.netdev = netdev_;
+  env.datapath_ipv6 = cfg_.datapath.kind != "dpdk" && !addrs6_.empty();
   // A stable node GUID from the first address (EUI-64 style, locally administered).
   env.node_guid = (0x02ull << 56) | (uint64_t{addrs_[0]} << 8) | 0xfe;
   env.watch = [this](int fd, uint64_t k) { watch(fd, k); };

@@ -57,6 +57,9 @@ struct ServiceEnv {
   // header + ICRC (72): the lossy-mode trailer when lossy mode is offered.
   uint32_t extra_header_bytes = 0;
   std::string netdev;
+  // The datapath sends and receives RoCEv2 over IPv6 too (the UDP datapath with
+  // IPv6 GIDs): QP1's IPv6 MADs then go through it, not through their own socket.
+  bool datapath_ipv6 = false;
   uint64_t node_guid = 0;
   // Registers / unregisters an fd with the loop; `key` comes back on events.
   std::function<void(int fd, uint64_t key)> watch;

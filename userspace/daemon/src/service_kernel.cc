@@ -47,14 +47,17 @@ Result<void> Service::attach_kernel(const std::string& ibdev) {
   kchan_ = std::move(*k);
   env_.watch(kchan_->fd(), key(kKeyKernel, 0));
   env_.watch(kchan_->doorbell_fd(), key(kKeyKernelDoorbell, 0));
-  // QP1 for the IPv6 GIDs of the kernel's table (gsi_socket.h); the IPv4 ones
-  // go through the datapath. It shares the channel's key: on_kernel_ready
-  // reads both without blocking.
-  if (auto g = Gsi6Socket::open(cfg_.datapath.port, env_.netdev); g) {
-    gsi6_ = std::move(*g);
-    env_.watch(gsi6_->fd(), key(kKeyKernel, 1));
-  } else {
-    spdlog::warn("sroced: kernel path: {}; MADs of IPv6 GIDs are not carried", g.error().message);
+  // QP1 for the IPv6 GIDs of the kernel's table: through the datapath when it
+  // carries IPv6 (it owns [::]:port then), else through a socket of its own
+  // (gsi_socket.h) that shares the channel's key: on_kernel_ready reads both
+  // without blocking.
+  if (!env_.datapath_ipv6) {
+    if (auto g = Gsi6Socket::open(cfg_.datapath.port, env_.netdev); g) {
+      gsi6_ = std::move(*g);
+      env_.watch(gsi6_->fd(), key(kKeyKernel, 1));
+    } else {
+      spdlog::warn("sroced: kernel path: {}; MADs of IPv6 GIDs are not carried", g.error().message);
+    }
   }
   spdlog::info("sroced: kernel path: attached to {} through {}", ibdev, SROCE_KDEV_PATH);
   return {};
@@ -116,8 +119,8 @@ void Service::on_gsi_send(std::span<const std::byte> body) {
   }
   Gid dgid;
   memcpy(dgid.raw, h.dgid, 16);
-  if (!dgid.is_ipv4()) {
-    // IPv6 GIDs: QP1's own socket, at once (the datapath carries IPv4).
+  if (!dgid.is_ipv4() && !env_.datapath_ipv6) {
+    // IPv6 GIDs: QP1's own socket, at once (this datapath carries IPv4 only).
     alignas(8) std::byte pkt[kGsiMaxPacket];
     PacketMeta meta;
     size_t len = gsi_encode(h, body.subspan(sizeof h), cfg_.datapath.port, gsi6_psn_++, pkt, meta);
