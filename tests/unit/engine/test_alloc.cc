@@ -68,7 +68,7 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   RecvWr rw;
   rw.sgl = rsge;
   Time now = Time::zero();
-  uint64_t packets = 0, completions = 0, n = 0;
+  uint64_t packets = 0, completions = 0, n = 0, posted = 0;
 
   // The counter sees allocations (so this test can fail).
   g_allocs = 0;
@@ -111,7 +111,9 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
           wr.atomic.rkey = p.b.mr.rkey;
           wr.atomic.compare_add = 1;
       }
-      p.a->post_send(p.qa, wr, now);
+      // A full send queue (a controller that slowed the QP down) refuses the
+      // post with ENOMEM, as ibv_post_send does: only accepted ones count.
+      if (p.a->post_send(p.qa, wr, now) == 0) ++posted;
     }
     for (int step = 0; step < 400; ++step) {
       bool any = false;
@@ -150,9 +152,33 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
     for (int got; (got = p.b->poll_cq(p.b.cq, wc)) > 0;) {
     }
   }
+  // Everything accepted completes (successfully or not): drain without loss,
+  // bounded, so a hang fails here and a slow controller does not.
+  for (int step = 0; step < 100000 && completions < posted; ++step) {
+    bool any = false;
+    if (auto tx = p.a->poll_transmit(buf, now)) {
+      any = true;
+      p.b->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
+    }
+    if (auto tx = p.b->poll_transmit(buf, now)) {
+      any = true;
+      p.a->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
+    }
+    if (!any) {
+      const Time d = std::min(p.a->next_deadline(), p.b->next_deadline());
+      if (d == Time::never()) break;  // idle: nothing left to wait for
+      if (d > now) now = d;
+      p.a->on_timer(now);
+      p.b->on_timer(now);
+    }
+    for (int got; (got = p.a->poll_cq(p.a.cq, wc)) > 0;) completions += static_cast<uint64_t>(got);
+    for (int got; (got = p.b->poll_cq(p.b.cq, wc)) > 0;) {
+    }
+  }
   g_counting = false;
   CHECK(g_allocs == 0);
-  CHECK(completions == n);  // everything completed (successfully or not, nothing hung)
+  CHECK(posted > n / 2);
+  CHECK(completions == posted);  // nothing hung, nothing lost
   // With a controller fewer packets are needed: a small window (Swift after
   // the losses) wastes less on go-back-N.
   CHECK(packets > (alg < 0 ? 2000u : 400u));
