@@ -17,66 +17,10 @@ namespace {
 
 constexpr int kLwRw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 
-struct Rig {
-  ibv_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  ibv_cq* cq_a = nullptr;
-  ibv_cq* cq_b = nullptr;
-  ibv_qp* a = nullptr;
-  ibv_qp* b = nullptr;
-
-  Rig() {
-    ctx = open_sroce();
-    REQUIRE(ctx != nullptr);
-    ibv_gid gid{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
-    pd = ibv_alloc_pd(ctx);
-    REQUIRE(pd != nullptr);
-    cq_a = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
-    cq_b = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
-    REQUIRE((cq_a != nullptr && cq_b != nullptr));
-    a = make_qp(cq_a);
-    b = make_qp(cq_b);
-    connect_qp(a, b->qp_num, gid);
-    connect_qp(b, a->qp_num, gid);
-  }
-  ibv_qp* make_qp(ibv_cq* cq) {
-    ibv_qp_init_attr init{};
-    init.send_cq = cq;
-    init.recv_cq = cq;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = 8;
-    init.cap.max_recv_wr = 8;
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp(pd, &init);
-    REQUIRE(qp != nullptr);
-    return qp;
-  }
-  ~Rig() {
-    if (a) ibv_destroy_qp(a);
-    if (b) ibv_destroy_qp(b);
-    if (cq_a) ibv_destroy_cq(cq_a);
-    if (cq_b) ibv_destroy_cq(cq_b);
-    if (pd) ibv_dealloc_pd(pd);
-    if (ctx) ibv_close_device(ctx);
-  }
-};
-
 // One signaled work request from `qp` (one SGE of `len` bytes at `src`); returns its status.
 ibv_wc_status post_one(ibv_qp* qp, ibv_cq* cq, ibv_wr_opcode op, const Buffer& src, uint32_t len,
                        uint64_t remote_addr = 0, uint32_t rkey = 0) {
-  ibv_sge sge{src.addr(), len, src.mr->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = 7;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = op;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = remote_addr;
-  wr.wr.rdma.rkey = rkey;
-  ibv_send_wr* bad = nullptr;
-  REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+  REQUIRE(post_send(qp, op, src, len, 7, remote_addr, rkey) == 0);
   // One completion at a time: whatever follows (a flush) stays in the CQ.
   ibv_wc wc{};
   const int64_t deadline = now_ms() + 10000;
@@ -95,7 +39,7 @@ void fill(Buffer& b, uint8_t seed) {
 }  // namespace
 
 TEST_CASE("ibv_rereg_mr: access, translation and PD change; keys stay", "[rereg]") {
-  Rig r;
+  Pair r(IBV_QPT_RC, 8);
   Buffer src(r.pd, 4096, kLwRw);
   Buffer dst(r.pd, 8192, kLwRw);
   const uint32_t lkey = dst.mr->lkey, rkey = dst.mr->rkey;
@@ -191,7 +135,7 @@ TEST_CASE("ibv_rereg_mr: access, translation and PD change; keys stay", "[rereg]
 }
 
 TEST_CASE("ibv_rereg_mr: bad requests fail with the usual errno and change nothing", "[rereg]") {
-  Rig r;
+  Pair r(IBV_QPT_RC, 8);
   Buffer src(r.pd, 4096, kLwRw);
   Buffer dst(r.pd, 4096, kLwRw);
   ibv_mr* mr = dst.mr;

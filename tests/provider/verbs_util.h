@@ -110,4 +110,80 @@ inline bool readable(int fd, int ms) {
   return poll(&p, 1, ms) == 1;
 }
 
+// Two connected QPs of one process (loopback through the daemon), each with its own CQ.
+struct Pair {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq_a = nullptr;
+  ibv_cq* cq_b = nullptr;
+  ibv_qp* a = nullptr;
+  ibv_qp* b = nullptr;
+  ibv_gid gid{};
+
+  explicit Pair(ibv_qp_type type = IBV_QPT_RC, uint32_t depth = 16, uint8_t rnr_retry = 7) {
+    ctx = open_sroce();
+    REQUIRE(ctx != nullptr);
+    REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+    pd = ibv_alloc_pd(ctx);
+    REQUIRE(pd != nullptr);
+    cq_a = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+    cq_b = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+    REQUIRE(cq_a != nullptr);
+    REQUIRE(cq_b != nullptr);
+    a = make_qp(type, cq_a, depth);
+    b = make_qp(type, cq_b, depth);
+    if (type != IBV_QPT_UD) {
+      connect_qp(a, b->qp_num, gid, rnr_retry);
+      connect_qp(b, a->qp_num, gid, rnr_retry);
+    }
+  }
+  ibv_qp* make_qp(ibv_qp_type type, ibv_cq* cq, uint32_t depth) {
+    ibv_qp_init_attr init{};
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.qp_type = type;
+    init.cap.max_send_wr = depth;
+    init.cap.max_recv_wr = depth;
+    init.cap.max_send_sge = 2;
+    init.cap.max_recv_sge = 2;
+    init.cap.max_inline_data = 64;
+    ibv_qp* qp = ibv_create_qp(pd, &init);
+    REQUIRE(qp != nullptr);
+    return qp;
+  }
+  ~Pair() {
+    if (a) ibv_destroy_qp(a);
+    if (b) ibv_destroy_qp(b);
+    if (cq_a) ibv_destroy_cq(cq_a);
+    if (cq_b) ibv_destroy_cq(cq_b);
+    if (pd) ibv_dealloc_pd(pd);
+    if (ctx) ibv_close_device(ctx);
+  }
+};
+
+inline int post_send(ibv_qp* qp, ibv_wr_opcode op, const Buffer& buf, uint32_t len, uint64_t wr_id,
+              uint64_t remote_addr = 0, uint32_t rkey = 0, int flags = IBV_SEND_SIGNALED) {
+  ibv_sge sge{buf.addr(), len, buf.mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.send_flags = flags;
+  wr.wr.rdma.remote_addr = remote_addr;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
+inline int post_recv(ibv_qp* qp, const Buffer& buf, uint32_t len, uint64_t wr_id) {
+  ibv_sge sge{buf.addr(), len, buf.mr->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  return ibv_post_recv(qp, &wr, &bad);
+}
+
 }  // namespace sroce::test

@@ -83,6 +83,11 @@ double ScenarioOptions::param_f64(const std::string& key, double def) const {
   return std::strtod(it->second.c_str(), nullptr);
 }
 
+std::string ScenarioOptions::param_str(const std::string& key, const std::string& def) const {
+  auto it = params.find(key);
+  return it == params.end() ? def : it->second;
+}
+
 void Reporter::event(const std::string& kind, Json fields) {
   if (quiet_) return;
   Json j = {{"event", kind}};

@@ -32,22 +32,6 @@ namespace sroce::sim {
 
 namespace {
 
-std::string pstr(const ScenarioOptions& opt, const std::string& key, const std::string& def) {
-  auto it = opt.params.find(key);
-  return it == opt.params.end() ? def : it->second;
-}
-
-Mtu mtu_of(uint64_t bytes) {
-  switch (bytes) {
-    case 1024:
-      return Mtu::k1024;
-    case 2048:
-      return Mtu::k2048;
-    default:
-      return Mtu::k4096;
-  }
-}
-
 Json dist_json(const Dist& d) {
   return {{"count", d.count}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99}, {"max", d.max}};
 }
@@ -138,7 +122,7 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   } else if (traffic == "permutation") {
     specs = permutation_flows(nhosts, opt.param_u64("bytes", 1u << 20), trng);
   } else {
-    auto cdf = FlowSizeCdf::named(traffic, pstr(opt, "cdf_dir", ""));
+    auto cdf = FlowSizeCdf::named(traffic, opt.param_str("cdf_dir", ""));
     if (!cdf) {
       res.json = {{"ok", false}, {"error", cdf.error().message}};
       return res;
@@ -295,8 +279,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
 
 std::vector<CcCase> cc_cases(const ScenarioOptions& opt, bool ablation_default) {
   std::vector<CcCase> out;
-  const std::string modes = pstr(opt, "modes", "both");  // lossless | lossy | both
-  const std::string algs = pstr(opt, "algs", "dcqcn,hpcc,odin,delay");
+  const std::string modes = opt.param_str("modes", "both");  // lossless | lossy | both
+  const std::string algs = opt.param_str("algs", "dcqcn,hpcc,odin,delay");
   auto wanted = [&](const char* n) { return algs.find(n) != std::string::npos; };
   for (const bool lossless : {true, false}) {
     if ((lossless && modes == "lossy") || (!lossless && modes == "lossless")) continue;

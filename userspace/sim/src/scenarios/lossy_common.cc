@@ -215,11 +215,6 @@ std::vector<int64_t> parse_list(const std::string& v) {
   return out;
 }
 
-std::string param_string(const ScenarioOptions& opt, const std::string& key, const std::string& def) {
-  auto it = opt.params.find(key);
-  return it == opt.params.end() ? def : it->second;
-}
-
 Json run_quiet(int (*fn)(const ScenarioOptions&, Reporter&), const ScenarioOptions& opt) {
   std::FILE* sink = std::fopen("/dev/null", "w");
   if (sink == nullptr) return Json{{"ok", false}, {"error", "cannot open /dev/null"}};

@@ -86,7 +86,6 @@ Json run_incast(const IncastRun& cfg);
 
 Json lanes_json(const PairResult& r);
 std::vector<int64_t> parse_list(const std::string& v);
-std::string param_string(const ScenarioOptions& opt, const std::string& key, const std::string& def);
 // Runs another scenario (the `workload` one) with `params` and returns its
 // summary; its output goes nowhere.
 Json run_quiet(int (*fn)(const ScenarioOptions&, Reporter&), const ScenarioOptions& opt);

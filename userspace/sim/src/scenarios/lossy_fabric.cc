@@ -141,7 +141,7 @@ int scenario_lossy_spray_vs_ecmp(const ScenarioOptions& opt, Reporter& rep) {
       {"traffic", "permutation"}, {"hosts", "128"}, {"hosts_per_leaf", "16"},
       {"bytes", "4000000"},       {"ecn", "0"},     {"int", "0"}, {"drain_us", "100000"},
       {"chunk", "65536"},         {"progress_us", "10"}};
-  const std::string lanes = param_string(opt, "lanes", "16");
+  const std::string lanes = opt.param_str("lanes", "16");
   ScenarioOptions spray = with_defaults(opt, fixed), ecmp = spray;
   set_param(spray, "lanes", lanes);
   set_param(ecmp, "lanes", "1");

@@ -91,7 +91,7 @@ int scenario_lossy_loss_sweep(const ScenarioOptions& opt, Reporter& rep) {
   PairRun base = base_run(opt, 32ull << 20, 256u << 10, 16);
   const uint16_t lanes = static_cast<uint16_t>(opt.param_u64("lanes", 16));
   std::vector<double> losses_pct;
-  for (const auto& s : parse_list(param_string(opt, "loss_pct_x100", "0,1,10,100,500")))
+  for (const auto& s : parse_list(opt.param_str("loss_pct_x100", "0,1,10,100,500")))
     losses_pct.push_back(static_cast<double>(s) / 100.0);
   rep.event("start", {{"scenario", "loss-sweep"},
                       {"seed", opt.seed},
@@ -151,7 +151,7 @@ int scenario_lossy_reorder_only(const ScenarioOptions& opt, Reporter& rep) {
   const uint16_t lanes = static_cast<uint16_t>(opt.param_u64("lanes", 16));
   // Four paths of 1, 2, 4 and 8 us per link: a packet on spine 3 arrives
   // 14 us (about 170 KB at 100 Gbit/s) after one sent with it on spine 0.
-  base.spine_delay_ns = parse_list(param_string(opt, "spine_delay_ns", "1000,2000,4000,8000"));
+  base.spine_delay_ns = parse_list(opt.param_str("spine_delay_ns", "1000,2000,4000,8000"));
   base.spines = static_cast<uint32_t>(base.spine_delay_ns.size());
   rep.event("start", {{"scenario", "reorder-only"},
                       {"seed", opt.seed},

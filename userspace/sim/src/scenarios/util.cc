@@ -52,6 +52,21 @@ Json to_json(const HostStats& s) {
               {"stalls", s.stalls}};
 }
 
+Mtu mtu_of(uint64_t bytes) {
+  switch (bytes) {
+    case 256:
+      return Mtu::k256;
+    case 512:
+      return Mtu::k512;
+    case 1024:
+      return Mtu::k1024;
+    case 2048:
+      return Mtu::k2048;
+    default:
+      return Mtu::k4096;
+  }
+}
+
 double to_us(Time t) { return static_cast<double>(t.ps) / 1e6; }
 double to_us(Duration d) { return static_cast<double>(d.ps) / 1e6; }
 

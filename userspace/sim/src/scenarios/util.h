@@ -21,6 +21,9 @@ Json to_json(const LinkStats& s);
 Json to_json(const EngineStats& s);
 Json to_json(const HostStats& s);
 
+// The path MTU enum for a size in bytes (IBA 9.7.5.1.5 sizes; anything else: 4096).
+Mtu mtu_of(uint64_t bytes);
+
 double to_us(Time t);
 double to_us(Duration d);
 

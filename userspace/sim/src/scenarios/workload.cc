@@ -23,26 +23,6 @@ namespace sroce::sim {
 
 namespace {
 
-std::string param_str(const ScenarioOptions& opt, const std::string& key, const std::string& def) {
-  auto it = opt.params.find(key);
-  return it == opt.params.end() ? def : it->second;
-}
-
-Mtu mtu_of(uint64_t bytes) {
-  switch (bytes) {
-    case 256:
-      return Mtu::k256;
-    case 512:
-      return Mtu::k512;
-    case 1024:
-      return Mtu::k1024;
-    case 2048:
-      return Mtu::k2048;
-    default:
-      return Mtu::k4096;
-  }
-}
-
 SwitchConfig switch_config(const ScenarioOptions& opt, uint64_t link_bps) {
   SwitchConfig c;
   c.mmu = opt.param_u64("mmu", 1) != 0;
@@ -74,8 +54,8 @@ Json dist_json(const Dist& d) {
 
 int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   const auto wall0 = std::chrono::steady_clock::now();
-  const std::string topo = param_str(opt, "topo", "leaf-spine");
-  const std::string traffic = param_str(opt, "traffic", "websearch");
+  const std::string topo = opt.param_str("topo", "leaf-spine");
+  const std::string traffic = opt.param_str("traffic", "websearch");
   const uint64_t host_bps = opt.param_u64("host_gbps", 100) * 1'000'000'000ull;
   const uint64_t fabric_bps =
       opt.param_u64("fabric_gbps", host_bps / 1'000'000'000ull) * 1'000'000'000ull;
@@ -209,7 +189,7 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   } else if (traffic == "alltoall") {
     specs = all_to_all_flows(nhosts, bytes, opt.param_f64("skew", 0), trng);
   } else {
-    auto cdf = FlowSizeCdf::named(traffic, param_str(opt, "cdf_dir", ""));
+    auto cdf = FlowSizeCdf::named(traffic, opt.param_str("cdf_dir", ""));
     if (!cdf) {
       rep.summary({{"scenario", "workload"}, {"ok", false}, {"error", cdf.error().message}});
       return 1;

@@ -27,6 +27,7 @@ struct ScenarioOptions {
 
   uint64_t param_u64(const std::string& key, uint64_t def) const;
   double param_f64(const std::string& key, double def) const;
+  std::string param_str(const std::string& key, const std::string& def) const;
 };
 
 class Reporter {
