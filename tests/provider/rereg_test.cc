@@ -66,8 +66,8 @@ TEST_CASE("ibv_rereg_mr: access, translation and PD change; keys stay", "[rereg]
   }
   SECTION("a new range: writes land there with the same rkey, the old range is refused") {
     Buffer moved(r.pd, 4096, IBV_ACCESS_LOCAL_WRITE);  // just memory the process has
-    REQUIRE(ibv_rereg_mr(dst.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, moved.bytes.data(),
-                         4096, 0) == 0);
+    REQUIRE(ibv_rereg_mr(dst.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, moved.bytes.data(), 4096,
+                         0) == 0);
     CHECK(dst.mr->addr == moved.bytes.data());
     CHECK(dst.mr->length == 4096);
     CHECK(dst.mr->rkey == rkey);

@@ -162,7 +162,7 @@ struct Pair {
 };
 
 inline int post_send(ibv_qp* qp, ibv_wr_opcode op, const Buffer& buf, uint32_t len, uint64_t wr_id,
-              uint64_t remote_addr = 0, uint32_t rkey = 0, int flags = IBV_SEND_SIGNALED) {
+                     uint64_t remote_addr = 0, uint32_t rkey = 0, int flags = IBV_SEND_SIGNALED) {
   ibv_sge sge{buf.addr(), len, buf.mr->lkey};
   ibv_send_wr wr{};
   wr.wr_id = wr_id;

@@ -116,8 +116,8 @@ struct WirePkt {
   uint8_t syndrome = 0;  // AETH, when present
   uint32_t msn = 0;      // AETH, when present
   uint32_t payload_len = 0;
-  bool cap = false;    // BTH: sroce lossy offer
-  bool ext = false;    // BTH: lossy trailer present (then req or ack is filled)
+  bool cap = false;  // BTH: sroce lossy offer
+  bool ext = false;  // BTH: lossy trailer present (then req or ack is filled)
   sroce_leh_req req{};
   sroce_leh_ack ack{};
   uint8_t op() const { return opcode & 0x1f; }
@@ -419,6 +419,38 @@ inline std::string wc_str(const Wc& wc) {
   return "wr_id=" + std::to_string(wc.wr_id) + " status=" + to_string(wc.status) +
          " opcode=" + std::to_string(static_cast<int>(wc.opcode)) +
          " len=" + std::to_string(wc.byte_len);
+}
+
+// How many non-ACK packets with this PSN side `from` put on the wire
+// (first transmission plus retransmissions).
+inline size_t sent_with_psn(const Wire& w, int from, uint32_t psn) {
+  return w.count(
+      [&](const WirePkt& p) { return p.from == from && p.psn == psn && p.op() != SROCE_OP_ACK; });
+}
+
+// A QP's counters (the QP must exist).
+inline QpStats qstats(Host& h, Qpn q) {
+  auto s = h->qp_stats(q);
+  REQUIRE(s.ok());
+  return *s;
+}
+
+// Lossy mode offered with `lanes` lanes (docs/lossy.md).
+inline EngineConfig lossy_cfg(uint16_t lanes = 16) {
+  EngineConfig c;
+  c.lossy.enable = true;
+  c.lossy.lanes = lanes;
+  return c;
+}
+
+// One small WRITE each way round so that both QPs see the other's CAP bit
+// and the requester switches at its next WQE.
+inline void warm_up(Pair& p) {
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 8)}, 900, kSendSignaled,
+               p.b.addr(0x7f0000), p.b.mr.rkey) == 0);
+  auto wc = wait_wc(p.w, p.a, 1);
+  REQUIRE(wc.size() == 1);
+  REQUIRE(wc[0].status == WcStatus::kSuccess);
 }
 
 }  // namespace sroce::test

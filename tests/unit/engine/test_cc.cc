@@ -12,12 +12,6 @@ using namespace sroce::test;
 
 namespace {
 
-QpStats qstats(Host& h, Qpn q) {
-  auto s = h->qp_stats(q);
-  REQUIRE(s.ok());
-  return *s;
-}
-
 EngineConfig cc_cfg(cc::Algorithm alg, Duration base_rtt = Duration::micros(8)) {
   EngineConfig c;
   c.lossy.enable = false;  // compatible mode: one path, go-back-N

@@ -13,35 +13,6 @@ using namespace sroce::test;
 
 namespace {
 
-QpStats qstats(Host& h, Qpn q) {
-  auto s = h->qp_stats(q);
-  REQUIRE(s.ok());
-  return *s;
-}
-
-EngineConfig lossy_cfg(uint16_t lanes = 16) {
-  EngineConfig c;
-  c.lossy.enable = true;
-  c.lossy.lanes = lanes;
-  return c;
-}
-
-size_t sent_with_psn(const Wire& w, int from, uint32_t psn) {
-  return w.count([&](const WirePkt& p) {
-    return p.from == from && p.psn == psn && p.op() != SROCE_OP_ACK;
-  });
-}
-
-// One small WRITE each way round so that both QPs see the other's CAP bit
-// and the requester switches at its next WQE.
-void warm_up(Pair& p) {
-  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 8)}, 900, kSendSignaled,
-               p.b.addr(0x7f0000), p.b.mr.rkey) == 0);
-  auto wc = wait_wc(p.w, p.a, 1);
-  REQUIRE(wc.size() == 1);
-  REQUIRE(wc[0].status == WcStatus::kSuccess);
-}
-
 // Every operation kind once, checked end to end (used in both modes).
 void all_ops(Pair& p) {
   p.a.mem.fill(p.a.addr(0), 20000, 7);

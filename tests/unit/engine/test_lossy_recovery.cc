@@ -10,32 +10,6 @@
 using namespace sroce;
 using namespace sroce::test;
 
-namespace {
-
-QpStats qstats(Host& h, Qpn q) {
-  auto s = h->qp_stats(q);
-  REQUIRE(s.ok());
-  return *s;
-}
-
-EngineConfig lossy_cfg(uint16_t lanes) {
-  EngineConfig c;
-  c.lossy.enable = true;
-  c.lossy.lanes = lanes;
-  return c;
-}
-
-// One small WRITE so that both QPs see the other's CAP bit.
-void warm_up(Pair& p) {
-  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 8)}, 900, kSendSignaled,
-               p.b.addr(0x7f0000), p.b.mr.rkey) == 0);
-  auto wc = wait_wc(p.w, p.a, 1);
-  REQUIRE(wc.size() == 1);
-  REQUIRE(wc[0].status == WcStatus::kSuccess);
-}
-
-}  // namespace
-
 // A QP that always has messages in flight (an incast sender) must switch too
 // (docs/lossy.md, negotiation): the requester switches at a message boundary
 // with older compatible PSNs still unacknowledged. The responder's packets

@@ -9,22 +9,6 @@
 using namespace sroce;
 using namespace sroce::test;
 
-namespace {
-
-size_t sent_with_psn(const Wire& w, int from, uint32_t psn) {
-  return w.count([&](const WirePkt& p) {
-    return p.from == from && p.psn == psn && !(p.op() == SROCE_OP_ACK);
-  });
-}
-
-QpStats qstats(Host& h, Qpn q) {
-  auto s = h->qp_stats(q);
-  REQUIRE(s.ok());
-  return *s;
-}
-
-}  // namespace
-
 TEST_CASE("go-back-N: a dropped packet is NAKed (sequence error) and resent from there", "[rel]") {
   Pair p({}, {.mtu = Mtu::k1024});
   p.a.mem.fill(p.a.addr(0), 6000, 1);

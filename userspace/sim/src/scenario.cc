@@ -26,38 +26,59 @@ int scenario_cc_fbhdp(const ScenarioOptions&, Reporter&);
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> kAll = {
-      {"demo", "RC pair moves 64 MiB (WRITE/SEND/READ mix) over a 4-spine leaf-spine with 1% loss; data verified",
+      {"demo",
+       "RC pair moves 64 MiB (WRITE/SEND/READ mix) over a 4-spine leaf-spine with 1% loss; data "
+       "verified",
        scenario_demo},
-      {"wire-tour", "every opcode the engine sends (RC/UC/UD, atomics, ACK, NAK, RNR NAK) back to back; use with --pcap",
+      {"wire-tour",
+       "every opcode the engine sends (RC/UC/UD, atomics, ACK, NAK, RNR NAK) back to back; use "
+       "with --pcap",
        scenario_wire_tour},
-      {"engine-bench", "engine cost in-process (Mpps per core, 4 KiB WRITE and 64 B SEND) beside memcpy and sim events/s",
+      {"engine-bench",
+       "engine cost in-process (Mpps per core, 4 KiB WRITE and 64 B SEND) beside memcpy and sim "
+       "events/s",
        scenario_engine_bench},
-      {"lossy-rc", "RC WRITEs through Bernoulli, burst (Gilbert-Elliott), reorder, duplicate and corrupt impairments",
+      {"lossy-rc",
+       "RC WRITEs through Bernoulli, burst (Gilbert-Elliott), reorder, duplicate and corrupt "
+       "impairments",
        scenario_lossy_rc},
-      {"link-flap", "one spine's links die at t1 and come back at t2 during an RC transfer; no data lost",
+      {"link-flap",
+       "one spine's links die at t1 and come back at t2 during an RC transfer; no data lost",
        scenario_link_flap},
-      {"property", "one seeded random property case (random ops, sizes, MTU, impairments); replays a failing seed",
+      {"property",
+       "one seeded random property case (random ops, sizes, MTU, impairments); replays a failing "
+       "seed",
        scenario_property},
-      {"fabric-selftest", "synthetic traffic (no engine): ECMP spread, serialization, loss and reorder rates",
+      {"fabric-selftest",
+       "synthetic traffic (no engine): ECMP spread, serialization, loss and reorder rates",
        scenario_fabric_selftest},
-      {"workload", "datacenter traffic (websearch/fbhdp/... Poisson, incast, all-to-all, permutation) on a leaf-spine "
-                   "or fat-tree with the switch model; FCT slowdown, queues, PFC, utilisation, events/s",
+      {"workload",
+       "datacenter traffic (websearch/fbhdp/... Poisson, incast, all-to-all, permutation) on a "
+       "leaf-spine "
+       "or fat-tree with the switch model; FCT slowdown, queues, PFC, utilisation, events/s",
        scenario_workload},
-      {"loss-sweep", "one QP, 100 Gbit/s, random loss 0..5 %: goodput of go-back-N, selective repeat, 16 lanes",
+      {"loss-sweep",
+       "one QP, 100 Gbit/s, random loss 0..5 %: goodput of go-back-N, selective repeat, 16 lanes",
        scenario_lossy_loss_sweep},
-      {"reorder-only", "four paths of different delay, no loss: spurious retransmissions, lanes vs gap-is-loss",
+      {"reorder-only",
+       "four paths of different delay, no loss: spurious retransmissions, lanes vs gap-is-loss",
        scenario_lossy_reorder_only},
-      {"path-failure", "one of four spines blackholes mid-transfer: lane retirement time, goodput dip, no WR lost",
+      {"path-failure",
+       "one of four spines blackholes mid-transfer: lane retirement time, goodput dip, no WR lost",
        scenario_lossy_path_failure},
       {"trim", "heavy incast on a lossy fabric with switch trimming on and off: RTOs and tail FCT",
        scenario_lossy_trim},
-      {"spray-vs-ecmp", "permutation traffic on a leaf-spine: one lane (ECMP) vs lanes: p99 FCT, link utilisation",
+      {"spray-vs-ecmp",
+       "permutation traffic on a leaf-spine: one lane (ECMP) vs lanes: p99 FCT, link utilisation",
        scenario_lossy_spray_vs_ecmp},
-      {"cc-incast", "N-to-1 incast: DCQCN, HPCC, Odin, delay-based and no CC, lossless (PFC) and lossy",
+      {"cc-incast",
+       "N-to-1 incast: DCQCN, HPCC, Odin, delay-based and no CC, lossless (PFC) and lossy",
        scenario_cc_incast},
-      {"cc-alltoall", "MoE-style all-to-all: the four controllers, lossless and lossy, and the Odin ablation",
+      {"cc-alltoall",
+       "MoE-style all-to-all: the four controllers, lossless and lossy, and the Odin ablation",
        scenario_cc_alltoall},
-      {"cc-websearch", "WebSearch Poisson arrivals at 50 % load: the four controllers, lossless and lossy",
+      {"cc-websearch",
+       "WebSearch Poisson arrivals at 50 % load: the four controllers, lossless and lossy",
        scenario_cc_websearch},
       {"cc-fbhdp", "FbHdp Poisson arrivals at 50 % load: the four controllers, lossless and lossy",
        scenario_cc_fbhdp},
@@ -102,7 +123,9 @@ void Reporter::summary(Json fields) {
   print(j, true);
 }
 
-void Reporter::error(const std::string& what) { print({{"event", "error"}, {"error", what}}, false); }
+void Reporter::error(const std::string& what) {
+  print({{"event", "error"}, {"error", what}}, false);
+}
 
 namespace {
 std::string scalar(const Json& v) {
@@ -158,7 +181,8 @@ void Reporter::print(const Json& j, bool is_summary) {
     std::fprintf(out_, "== summary ==\n");
     size_t w = 0;
     for (auto& [k, v] : kv) w = std::max(w, k.size());
-    for (auto& [k, v] : kv) std::fprintf(out_, "  %-*s  %s\n", static_cast<int>(w), k.c_str(), v.c_str());
+    for (auto& [k, v] : kv)
+      std::fprintf(out_, "  %-*s  %s\n", static_cast<int>(w), k.c_str(), v.c_str());
   } else {
     std::string line = "[" + kind + "]";
     for (auto& [k, v] : kv) line += " " + k + "=" + v;

@@ -30,25 +30,23 @@ Json to_json(const LinkStats& s) {
 }
 
 Json to_json(const EngineStats& s) {
-  return Json{{"rx_packets", s.rx_packets},
-              {"rx_dropped", s.rx_dropped},
-              {"rx_bad_icrc", s.rx_bad_icrc},
-              {"rx_unknown_qp", s.rx_unknown_qp},
-              {"tx_packets", s.tx_packets},
-              {"retransmits", s.retransmits},
-              {"naks_sent", s.naks_sent},
-              {"naks_received", s.naks_received},
-              {"rnr_naks_sent", s.rnr_naks_sent},
-              {"rnr_naks_received", s.rnr_naks_received},
-              {"timeouts", s.timeouts},
-              {"duplicates", s.duplicates}};
+  return Json{{"rx_packets", s.rx_packets},       {"rx_dropped", s.rx_dropped},
+              {"rx_bad_icrc", s.rx_bad_icrc},     {"rx_unknown_qp", s.rx_unknown_qp},
+              {"tx_packets", s.tx_packets},       {"retransmits", s.retransmits},
+              {"naks_sent", s.naks_sent},         {"naks_received", s.naks_received},
+              {"rnr_naks_sent", s.rnr_naks_sent}, {"rnr_naks_received", s.rnr_naks_received},
+              {"timeouts", s.timeouts},           {"duplicates", s.duplicates}};
 }
 
 Json to_json(const HostStats& s) {
-  return Json{{"rx_frames", s.rx_frames},       {"rx_corrupted", s.rx_corrupted},
-              {"rx_duplicates", s.rx_duplicates}, {"tx_frames", s.tx_frames},
-              {"tx_dropped", s.tx_dropped},     {"paced", s.paced},
-              {"completions", s.completions},   {"async_events", s.async_events},
+  return Json{{"rx_frames", s.rx_frames},
+              {"rx_corrupted", s.rx_corrupted},
+              {"rx_duplicates", s.rx_duplicates},
+              {"tx_frames", s.tx_frames},
+              {"tx_dropped", s.tx_dropped},
+              {"paced", s.paced},
+              {"completions", s.completions},
+              {"async_events", s.async_events},
               {"stalls", s.stalls}};
 }
 
