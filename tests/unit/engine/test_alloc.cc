@@ -81,6 +81,52 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   g_counting = false;
   REQUIRE(g_allocs >= 1);
 
+  // One step of the two engines over the wire: each side's next packet (with
+  // `impaired`, some are lost, trimmed or CE-marked and the requests carry
+  // INT), else time moves to the next deadline. False once both are idle.
+  auto advance = [&](bool impaired) {
+    bool any = false;
+    if (auto tx = p.a->poll_transmit(buf, now)) {
+      any = true;
+      if (!impaired) {
+        p.b->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
+      } else if (lossy && packets % 29 == 0) {
+        // a trimmed copy: headers only (lossy mode turns it into a request)
+        PacketMeta m = tx->meta;
+        m.trimmed = true;
+        p.b->on_packet(std::span(buf.data(), 16), m, now);
+        ++packets;
+      } else if (++packets % 17 != 0) {  // lose some requests: NAKs, timeouts, go-back-N
+        PacketMeta m = tx->meta;
+        if (packets % 5 == 0) m.traffic_class |= 3;  // CE: the responder sends CNPs
+        hops[0].ts = hops[1].ts = now;
+        hops[0].tx_bytes += tx->len;
+        hops[1].tx_bytes += tx->len;
+        m.int_hops = hops;  // INT for the echo
+        p.b->on_packet(std::span(buf.data(), tx->len), m, now);
+      }
+    }
+    if (auto tx = p.b->poll_transmit(buf, now)) {
+      any = true;
+      // and some responses: duplicates, replays
+      if (!impaired || ++packets % 13 != 0)
+        p.a->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
+    }
+    if (!any) {
+      const Time d = std::min(p.a->next_deadline(), p.b->next_deadline());
+      if (d == Time::never()) return false;  // idle: nothing left to wait for
+      if (d > now) now = d;
+      p.a->on_timer(now);
+      p.b->on_timer(now);
+    }
+    return true;
+  };
+  auto reap = [&] {
+    for (int got; (got = p.a->poll_cq(p.a.cq, wc)) > 0;) completions += static_cast<uint64_t>(got);
+    for (int got; (got = p.b->poll_cq(p.b.cq, wc)) > 0;) {
+    }
+  };
+
   g_allocs = 0;
   g_counting = true;
   for (int round = 0; round < 200; ++round) {
@@ -115,66 +161,13 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
       // post with ENOMEM, as ibv_post_send does: only accepted ones count.
       if (p.a->post_send(p.qa, wr, now) == 0) ++posted;
     }
-    for (int step = 0; step < 400; ++step) {
-      bool any = false;
-      if (auto tx = p.a->poll_transmit(buf, now)) {
-        any = true;
-        if (lossy && packets % 29 == 0) {
-          // a trimmed copy: headers only (lossy mode turns it into a request)
-          PacketMeta m = tx->meta;
-          m.trimmed = true;
-          p.b->on_packet(std::span(buf.data(), 16), m, now);
-          ++packets;
-        } else if (++packets % 17 != 0) {  // lose some requests: NAKs, timeouts, go-back-N
-          PacketMeta m = tx->meta;
-          if (packets % 5 == 0) m.traffic_class |= 3;  // CE: the responder sends CNPs
-          hops[0].ts = hops[1].ts = now;
-          hops[0].tx_bytes += tx->len;
-          hops[1].tx_bytes += tx->len;
-          m.int_hops = hops;  // INT for the echo
-          p.b->on_packet(std::span(buf.data(), tx->len), m, now);
-        }
-      }
-      if (auto tx = p.b->poll_transmit(buf, now)) {
-        any = true;
-        if (++packets % 13 != 0)  // and some responses: duplicates, replays
-          p.a->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
-      }
-      if (!any) {
-        const Time d = std::min(p.a->next_deadline(), p.b->next_deadline());
-        if (d == Time::never()) break;
-        if (d > now) now = d;
-        p.a->on_timer(now);
-        p.b->on_timer(now);
-      }
+    for (int step = 0; step < 400 && advance(true); ++step) {
     }
-    for (int got; (got = p.a->poll_cq(p.a.cq, wc)) > 0;) completions += static_cast<uint64_t>(got);
-    for (int got; (got = p.b->poll_cq(p.b.cq, wc)) > 0;) {
-    }
+    reap();
   }
   // Everything accepted completes (successfully or not): drain without loss,
   // bounded, so a hang fails here and a slow controller does not.
-  for (int step = 0; step < 100000 && completions < posted; ++step) {
-    bool any = false;
-    if (auto tx = p.a->poll_transmit(buf, now)) {
-      any = true;
-      p.b->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
-    }
-    if (auto tx = p.b->poll_transmit(buf, now)) {
-      any = true;
-      p.a->on_packet(std::span(buf.data(), tx->len), tx->meta, now);
-    }
-    if (!any) {
-      const Time d = std::min(p.a->next_deadline(), p.b->next_deadline());
-      if (d == Time::never()) break;  // idle: nothing left to wait for
-      if (d > now) now = d;
-      p.a->on_timer(now);
-      p.b->on_timer(now);
-    }
-    for (int got; (got = p.a->poll_cq(p.a.cq, wc)) > 0;) completions += static_cast<uint64_t>(got);
-    for (int got; (got = p.b->poll_cq(p.b.cq, wc)) > 0;) {
-    }
-  }
+  for (int step = 0; step < 100000 && completions < posted && advance(false); ++step) reap();
   g_counting = false;
   CHECK(g_allocs == 0);
   CHECK(posted > n / 2);
