@@ -126,10 +126,13 @@ static int t_objects(void)
 	}
 
 	/* A SEND through the rings, woken by the doorbell, completed with an
-	 * event on the kernel's completion channel. */
+	 * event on the kernel's completion channel. Armed before posting
+	 * (ibv_req_notify_cq, then post): the daemon serves every ring whenever
+	 * anything wakes it (another program's doorbell), and a completion that
+	 * lands before the CQ is armed raises no event. */
+	__atomic_store_n(&cq.r.h->armed, 1, __ATOMIC_RELEASE);
 	post_recv(&qp.rq, 0x1111, dst, 64, mdst.lkey);
 	post_send(&qp.sq, 0x2222, IBV_WR_SEND, src + 16, 32, msrc.lkey, 0, 0);
-	__atomic_store_n(&cq.r.h->armed, 1, __ATOMIC_RELEASE);
 	check(doorbell(&c, IB_USER_VERBS_CMD_POST_SEND, qp.handle) == 0, "doorbell: empty POST_SEND");
 	{
 		struct pollfd p = { .fd = chan, .events = POLLIN };
