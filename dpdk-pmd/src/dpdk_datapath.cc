@@ -235,8 +235,11 @@ void DpdkDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   // One queue per lane (source port), so a lane's packets stay in order.
   const auto queue = static_cast<uint16_t>(nq_ == 1 ? 0 : meta.src_port % nq_);
   if (parked_n_) retry_parked();  // earlier packets to a destination go first
+  // tx_buffer() checked for room before the parked packets took theirs: the
+  // queues hold pending_cap_ packets and no more (else park this one too).
+  if (pending_total_ >= pending_cap_) flush_queues();
   MacAddr mac;
-  if (neigh_->lookup(dst, mac)) {
+  if (pending_total_ < pending_cap_ && neigh_->lookup(dst, mac)) {
     send_resolved(m, mac, queue);
     return;
   }
