@@ -2,6 +2,7 @@
 // daemon reports, and --json is the daemon's JSON.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -77,4 +78,31 @@ TEST_CASE("statistics larger than one message arrive through a memfd", "[cli]") 
   // The test client's reader agrees.
   auto text = c.stats();
   CHECK(nlohmann::json::parse(text)["objects"]["qps"] == kQps);
+}
+
+TEST_CASE("datapath.realtime_priority makes the loop SCHED_FIFO and sroce status says so", "[cli]") {
+  if (geteuid() != 0) {
+    WARN("needs root (CAP_SYS_NICE) to set SCHED_FIFO; skipped");
+    return;
+  }
+  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(20000 + (getpid() + 11) % 12000), "--set",
+                   "datapath.realtime_priority=7", "--set", "datapath.busy_poll_us=0"});
+  REQUIRE(d.ok());
+  CHECK(sched_getscheduler(d.pid()) == SCHED_FIFO);
+  sched_param sp{};
+  REQUIRE(sched_getparam(d.pid(), &sp) == 0);
+  CHECK(sp.sched_priority == 7);
+  auto st = sroce::cli::fetch_daemon_stats(d.socket());
+  REQUIRE(st);
+  CHECK((*st)["sched"] == "fifo");
+  CHECK(d.stop() == 0);  // SIGTERM still ends a real-time loop cleanly
+}
+
+TEST_CASE("by default the loop is a normal task", "[cli]") {
+  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(20000 + (getpid() + 13) % 12000)});
+  REQUIRE(d.ok());
+  CHECK(sched_getscheduler(d.pid()) == SCHED_OTHER);
+  auto st = sroce::cli::fetch_daemon_stats(d.socket());
+  REQUIRE(st);
+  CHECK((*st)["sched"] == "other");
 }

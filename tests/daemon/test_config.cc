@@ -84,6 +84,8 @@ TEST_CASE("each bad key names itself and what was expected", "[config]") {
       {"[datapath]\nrx_buffer_bytes = 1000",
        "t.toml: datapath.rx_buffer_bytes: expected an integer in 4608..1048576, got 1000"},
       {"[datapath]\nbusy_poll_us = -1", "t.toml: datapath.busy_poll_us: expected an integer in 0..1000000, got -1"},
+      {"[datapath]\nrealtime_priority = 100",
+       "t.toml: datapath.realtime_priority: expected an integer in 0..99, got 100"},
       {"[datapath]\nbatchsize = 3", "t.toml: datapath.batchsize: unknown key"},
       {"[device]\nname = \"\"", "t.toml: device.name: expected a non-empty string of at most 63 bytes, got \"\""},
       {"[device]\nname = 5", "t.toml: device.name: expected a string, got 5"},
@@ -147,7 +149,7 @@ TEST_CASE("the shipped example configuration is valid and documents every key", 
   for (const char* key : {"name", "netdev", "addresses", "socket", "socket_mode", "allow_root", "allow_same_uid",
                           "allow_uids", "allow_gids", "max_contexts", "max_objects_per_context", "kind", "port",
                           "gso", "gro", "batch", "rx_buffers", "rx_buffer_bytes", "tx_slots", "uring_entries",
-                          "max_tx_ports", "sndbuf", "rcvbuf", "busy_poll_us", "max_qps", "max_cqs", "max_mrs",
+                          "max_tx_ports", "sndbuf", "rcvbuf", "busy_poll_us", "realtime_priority", "max_qps", "max_cqs", "max_mrs",
                           "max_pds", "max_srqs", "max_ahs", "max_cqe", "max_qp_wr", "max_sge", "max_inline_data",
                           "max_rd_atomic", "seed", "level"}) {
     INFO(key);

@@ -11,7 +11,9 @@ On that path, in this order:
    and GRO on receive, 4 KiB segments, plain sockets (the ceiling); the same
    through sroced's UdpDatapath without the engine (`datapath_udp_gbps`); and a
    64-byte raw UDP ping-pong. It uses port 4791, so it runs before the daemons.
-2. sroced in each namespace; then through sroce-run, unchanged:
+2. sroced in each namespace (by default with the latency set-up of docs/sroced.md:
+   datapath.realtime_priority=50, busy_poll_us=0; --realtime 0 for the defaults);
+   then through sroce-run, unchanged:
    ib_write_bw -s 65536 -m 4096 with 1 QP and with 8 QPs (-D S each),
    ib_send_lat and ib_write_lat -s 64 (-n N each).
 
@@ -178,7 +180,7 @@ def perftest_pair(bindir: str, path: Path, socks: list[str], argv: list[str],
 
 
 def median(xs: list[float]) -> float:
-    return statistics.median(xs)
+    return statistics.median(xs) if xs else -1.0  # -1: not measured (--latency-only)
 
 
 def main() -> int:
@@ -194,6 +196,11 @@ def main() -> int:
     ap.add_argument("--sroced-arg", action="append", default=[],
                     help="extra sroced argument (repeatable), e.g. --sroced-arg=--set "
                          "--sroced-arg=datapath.memory_batching=false")
+    ap.add_argument("--realtime", type=int, default=50, metavar="PRIO",
+                    help="run both daemons with datapath.realtime_priority=PRIO and busy_poll_us=0, "
+                         "the latency set-up of docs/sroced.md (0: the defaults, normal tasks)")
+    ap.add_argument("--latency-only", action="store_true",
+                    help="skip the ib_write_bw runs (profiling the latency path)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every program's report")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -213,6 +220,10 @@ def main() -> int:
     def log(msg: str) -> None:
         print(f"bench-e2e: {msg}", file=sys.stderr, flush=True)
 
+    sroced_args = list(a.sroced_arg)
+    if a.realtime > 0:
+        sroced_args = ["--set", f"datapath.realtime_priority={a.realtime}",
+                       "--set", "datapath.busy_poll_us=0"] + sroced_args
     path = Path(f"sbe{os.getpid() % 100000}")
     work = tempfile.mkdtemp(prefix="sroce-bench-e2e.")
     daemons = None
@@ -240,14 +251,14 @@ def main() -> int:
             rtt99.append(raw["raw_pingpong_p99_us"])
 
         log("starting sroced in both namespaces")
-        daemons = Daemons(bindir, path, work, a.log_level, a.sroced_arg)
+        daemons = Daemons(bindir, path, work, a.log_level, sroced_args)
         bw_common = ["ib_write_bw", "-x", "0", "-F", "--report_gbits", "-m", "4096",
                      "-s", "65536", "-D", str(int(max(1, a.seconds)))]
         bw: dict[int, list[float]] = {1: [], 8: []}
         cpu: dict[int, list[float]] = {1: [], 8: []}  # daemon CPU seconds per GB written
         lat: dict[str, list[dict]] = {"send": [], "write": []}
         for _ in range(a.repeat):
-            for q in (1, 8):
+            for q in ((1, 8) if not a.latency_only else ()):
                 log(f"ib_write_bw, {q} QP{'s' if q > 1 else ''}, 64 KiB, MTU 4096")
                 c0 = daemons.cpu_seconds()
                 text = perftest_pair(bindir, path, daemons.socks, bw_common + ["-q", str(q)],
@@ -299,9 +310,10 @@ def main() -> int:
     # where the gap between raw UDP and ib_write_bw is spent.
     res["datapath_udp_gbps"] = r2(median(dp_gbps))
     # The better of 1 and 8 QPs against the raw single-flow goodput; both ratios are kept.
-    res["write_bw_ratio_1qp"] = round(res["write_bw_gbps_1qp"] / res["raw_udp_gbps"], 3)
-    res["write_bw_ratio_8qp"] = round(res["write_bw_gbps_8qp"] / res["raw_udp_gbps"], 3)
-    res["write_bw_ratio"] = max(res["write_bw_ratio_1qp"], res["write_bw_ratio_8qp"])
+    if not a.latency_only:
+        res["write_bw_ratio_1qp"] = round(res["write_bw_gbps_1qp"] / res["raw_udp_gbps"], 3)
+        res["write_bw_ratio_8qp"] = round(res["write_bw_gbps_8qp"] / res["raw_udp_gbps"], 3)
+        res["write_bw_ratio"] = max(res["write_bw_ratio_1qp"], res["write_bw_ratio_8qp"])
     for verb in ("send", "write"):
         res[f"{verb}_lat_p50_us"] = r2(median([x["p50"] for x in lat[verb]]))
         res[f"{verb}_lat_p99_us"] = r2(median([x["p99"] for x in lat[verb]]))
@@ -314,6 +326,7 @@ def main() -> int:
     res["write_lat_ratio_p50"] = round(res["write_lat_p50_us"] / res["raw_pingpong_p50_us"], 3)
     res["latency_convention"] = "one-way = round trip / 2 (perftest send/write lat)"
     res["repeat"] = a.repeat
+    res["sroced_args"] = " ".join(sroced_args)
     res["loadavg_1m_end"] = round(os.getloadavg()[0], 2)
     print(json.dumps(res))
     return 0

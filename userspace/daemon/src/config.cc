@@ -332,6 +332,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("datapath.sndbuf", c.datapath.sndbuf, 65536, 1 << 30);
   r.integer("datapath.rcvbuf", c.datapath.rcvbuf, 65536, 1 << 30);
   r.integer("datapath.busy_poll_us", c.datapath.busy_poll_us, 0, 1000000);
+  r.integer("datapath.realtime_priority", c.datapath.realtime_priority, 0, 99);
   r.boolean("datapath.memory_batching", c.datapath.memory_batching);
 
   r.string("dpdk.vdev", c.dpdk.vdev, {}, true, 1023);

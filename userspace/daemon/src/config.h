@@ -54,6 +54,10 @@ struct Config {
     uint32_t sndbuf = 4u << 20;
     uint32_t rcvbuf = 8u << 20;
     uint32_t busy_poll_us = 50;  // keep polling this long after the last work before sleeping
+    // 0: the loop runs as a normal (CFS) task; 1..99: SCHED_FIFO at this
+    // priority, so a wake-up preempts the programs spinning on their CQs at
+    // once (docs/sroced.md, "Latency"). Needs CAP_SYS_NICE.
+    uint32_t realtime_priority = 0;
     bool memory_batching = true;  // read-ahead windows and staged writes of app memory (memory.h)
   } datapath;
 

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -223,6 +224,20 @@ Result<void> Daemon::start() {
     if (!k) spdlog::warn("sroced: kernel path not used: {}", k.error().message);
   }
 
+  if (uint32_t prio = cfg_.datapath.realtime_priority; prio > 0) {
+    // The loop thread is the only thread: the whole process becomes SCHED_FIFO.
+    // Last of the set-up, so nothing slow (netlink, io_uring set-up) runs at that
+    // priority, and refused loudly: a user who asked for it measures with it.
+    sched_param sp{};
+    sp.sched_priority = static_cast<int>(prio);
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+      return Error{errno, fmt::format("datapath.realtime_priority = {}: sched_setscheduler(SCHED_FIFO): {}{}", prio,
+                                      strerror(errno), errno == EPERM ? " (needs CAP_SYS_NICE or an RLIMIT_RTPRIO)" : "")};
+    if (cfg_.datapath.busy_poll_us > 10)
+      spdlog::warn("sroced: SCHED_FIFO with datapath.busy_poll_us = {}: a real-time loop that spins keeps the "
+                   "programs it serves off its core; 0..5 suits it",
+                   cfg_.datapath.busy_poll_us);
+  }
   std::vector<std::string> a;
   for (uint32_t x : addrs_) a.push_back(ipv4_str(x));
   for (const Gid& g : addrs6_) a.push_back(gid_str(g));
@@ -278,6 +293,10 @@ bool Daemon::pass(Time t) {
   }
   // Received data in place before anything acknowledges or completes it (memory.h).
   mem_->flush_writes();
+  // Completions the packets produced go to the rings now, not after this pass's
+  // transmits: a program spinning on its CQ (ib_send_lat) would otherwise wait
+  // for the ACKs' send system call and the peer's softirq work it runs inline.
+  if (n > 0) work |= svc_->poll_completions();
   work |= n > 0;
   work |= svc_->poll_rings(t);
   mem_->forget_windows();
@@ -374,6 +393,7 @@ std::string Daemon::stats_json(uint32_t) const {
       {"udp_port", cfg_.datapath.port},
       {"socket", cfg_.socket_path()},
       {"pid", getpid()},
+      {"sched", sched_getscheduler(0) == SCHED_FIFO ? "fifo" : "other"},
       {"uptime_s", static_cast<double>((now() - started_).ps) / 1e12},
       {"objects",
        {{"pds", oc.pds},
