@@ -22,6 +22,11 @@ name=${SROCE_DEMO_NAME:-srdemo}   # the fabric's name: namespaces srdemo-h1, ...
 run_dir=${SROCE_FABRIC_RUN_DIR:-/run/sroce-fabric}/$name   # its state, daemon sockets and logs
 port_base=${SROCE_DEMO_PORT:-18700}
 py=/usr/bin/python3
+# The daemons run the latency set-up of docs/sroced.md (a SCHED_FIFO loop that does not spin):
+# on two cores shared by two daemons and two perftest processes spinning on their CQs, a
+# normal-priority daemon waits for a time slice at every wake-up. SROCE_FABRIC_SROCED_ARGS
+# set (even empty) replaces it.
+export SROCE_FABRIC_SROCED_ARGS=${SROCE_FABRIC_SROCED_ARGS-"--set datapath.realtime_priority=50 --set datapath.busy_poll_us=0"}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
