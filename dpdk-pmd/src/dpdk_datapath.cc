@@ -160,7 +160,7 @@ void DpdkDatapath::count_lane(uint32_t src, uint16_t sport, uint32_t bytes) {
     size_t h = (src * 0x9E3779B1u ^ sport * 0x85EBCA6Bu) & mask;
     for (;; h = (h + 1) & mask) {
       int32_t x = lane_hash_[h];
-      if (x >= 0 && lanes_[x].local_addr == src && lanes_[x].port == sport) {
+      if (x >= 0 && lanes_[x].local == Gid::from_ipv4(src) && lanes_[x].port == sport) {
         i = x;
         break;
       }
@@ -169,7 +169,7 @@ void DpdkDatapath::count_lane(uint32_t src, uint16_t sport, uint32_t bytes) {
         i = static_cast<int32_t>(lane_count_++);
         lanes_[i] = daemon::PortStats{};
         lanes_[i].port = sport;
-        lanes_[i].local_addr = src;
+        lanes_[i].local = Gid::from_ipv4(src);
         lane_hash_[h] = i;
         break;
       }

@@ -40,7 +40,7 @@ struct DatapathStats {
 // Counters of one lane source port as the datapath saw it.
 struct PortStats {
   uint16_t port = 0;
-  uint32_t local_addr = 0;  // host order IPv4
+  Gid local{};  // the lane's source address (IPv4-mapped for IPv4)
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;
   uint64_t tx_sends = 0;
