@@ -112,6 +112,7 @@ NeighbourResolver::NeighbourResolver(NeighbourTable& table, int ifindex) : table
   // In the caller's network namespace (the thread inherits it too).
   nl_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   udp_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  udp6_ = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // -1 without IPv6: fine
   if (nl_ >= 0) {
     timeval tv{0, 200'000};
     setsockopt(nl_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -122,6 +123,7 @@ NeighbourResolver::~NeighbourResolver() {
   stop();
   if (nl_ >= 0) close(nl_);
   if (udp_ >= 0) close(udp_);
+  if (udp6_ >= 0) close(udp6_);
 }
 
 bool NeighbourResolver::start(std::string& error) {
@@ -162,7 +164,10 @@ bool NeighbourResolver::request(void* msg, size_t len, void* reply, size_t cap, 
   }
 }
 
-bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
+// The kernel's route to `dst` (4 or 16 bytes, network order, by `family`): the next hop
+// (the gateway, else `dst` itself) and the output interface.
+bool NeighbourResolver::route_any(int family, const uint8_t* dst, uint8_t* next_hop, int& oif) {
+  const uint16_t alen = family == AF_INET6 ? 16 : 4;
   struct {
     nlmsghdr h;
     rtmsg r;
@@ -171,10 +176,9 @@ bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
   req.h.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
   req.h.nlmsg_type = RTM_GETROUTE;
   req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.r.rtm_family = AF_INET;
-  req.r.rtm_dst_len = 32;
-  uint32_t be = htonl(dst);
-  add_attr(&req.h, RTA_DST, &be, 4);
+  req.r.rtm_family = static_cast<unsigned char>(family);
+  req.r.rtm_dst_len = static_cast<unsigned char>(alen * 8);
+  add_attr(&req.h, RTA_DST, dst, alen);
   alignas(nlmsghdr) char buf[4096];
   size_t got = 0;
   ++stats_.lookups;
@@ -183,14 +187,12 @@ bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
   if (h->nlmsg_type != RTM_NEWROUTE) return false;
   auto* r = static_cast<rtmsg*>(NLMSG_DATA(h));
   if (r->rtm_type != RTN_UNICAST) return false;  // local, unreachable, blackhole, ...
-  next_hop = dst;
+  memcpy(next_hop, dst, alen);
   oif = 0;
   int len = static_cast<int>(RTM_PAYLOAD(h));
   for (auto* a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == 4) {
-      uint32_t g;
-      memcpy(&g, RTA_DATA(a), 4);
-      next_hop = ntohl(g);
+    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen) {
+      memcpy(next_hop, RTA_DATA(a), alen);
     } else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4) {
       memcpy(&oif, RTA_DATA(a), 4);
     }
@@ -198,7 +200,17 @@ bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
   return true;
 }
 
-bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& state) {
+bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
+  const uint32_t be = htonl(dst);
+  uint32_t nh = be;
+  if (!route_any(AF_INET, reinterpret_cast<const uint8_t*>(&be), reinterpret_cast<uint8_t*>(&nh), oif)) return false;
+  next_hop = ntohl(nh);
+  return true;
+}
+
+// The kernel's neighbour entry for `ip` (4 or 16 bytes by `family`) on `oif`: ARP for IPv4,
+// neighbour discovery (RFC 4861) for IPv6, one table and one query for both.
+bool NeighbourResolver::neighbour_any(int family, const uint8_t* ip, int oif, MacAddr& mac, uint16_t& state) {
   struct {
     nlmsghdr h;
     ndmsg n;
@@ -207,10 +219,9 @@ bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& 
   req.h.nlmsg_len = NLMSG_LENGTH(sizeof(ndmsg));
   req.h.nlmsg_type = RTM_GETNEIGH;
   req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.n.ndm_family = AF_INET;
+  req.n.ndm_family = static_cast<uint8_t>(family);
   req.n.ndm_ifindex = oif;
-  uint32_t be = htonl(ip);
-  add_attr(&req.h, NDA_DST, &be, 4);
+  add_attr(&req.h, NDA_DST, ip, family == AF_INET6 ? 16 : 4);
   alignas(nlmsghdr) char buf[4096];
   size_t got = 0;
   if (!request(&req, req.h.nlmsg_len, buf, sizeof buf, got)) return false;
@@ -227,6 +238,41 @@ bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& 
     }
   }
   return false;  // an entry without a link-layer address (INCOMPLETE, FAILED)
+}
+
+bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& state) {
+  const uint32_t be = htonl(ip);
+  return neighbour_any(AF_INET, reinterpret_cast<const uint8_t*>(&be), oif, mac, state);
+}
+
+std::optional<MacAddr> NeighbourResolver::query6(const uint8_t dst[16], bool* need_probe, bool* stale) {
+  *need_probe = false;
+  *stale = false;
+  uint8_t nh[16];
+  int oif = 0;
+  if (!route_any(AF_INET6, dst, nh, oif) || (ifindex_ > 0 && oif != ifindex_)) {
+    ++stats_.unroutable;
+    return std::nullopt;
+  }
+  MacAddr mac;
+  uint16_t state = 0;
+  if (!neighbour_any(AF_INET6, nh, oif, mac, state) || !(state & kNudValid)) {
+    *need_probe = true;
+    return std::nullopt;
+  }
+  *stale = (state & NUD_STALE) != 0;
+  return mac;
+}
+
+void NeighbourResolver::probe6(const uint8_t dst[16]) {
+  // As probe(): a datagram to the discard port makes the kernel solicit the next hop.
+  if (udp6_ < 0) return;
+  sockaddr_in6 to{};
+  to.sin6_family = AF_INET6;
+  to.sin6_port = htons(kDiscardPort);
+  memcpy(&to.sin6_addr, dst, 16);
+  sendto(udp6_, "", 0, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  ++stats_.probes;
 }
 
 std::optional<MacAddr> NeighbourResolver::query(uint32_t dst, bool* need_probe, bool* stale) {

@@ -93,11 +93,17 @@ class NeighbourResolver {
   // as the kernel knows it now. nullopt with `*need_probe` set when the
   // kernel has no valid entry (it must be made to resolve one).
   std::optional<MacAddr> query(uint32_t dst, bool* need_probe, bool* stale);
+  // The same for an IPv6 destination (16 bytes, network order; neighbour discovery), and its
+  // probe. Not used by the thread yet: the table is keyed by IPv4 addresses (docs/dpdk.md).
+  std::optional<MacAddr> query6(const uint8_t dst[16], bool* need_probe, bool* stale);
+  void probe6(const uint8_t dst[16]);
 
  private:
   void run();
   bool route(uint32_t dst, uint32_t& next_hop, int& oif);
   bool neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& state);
+  bool route_any(int family, const uint8_t* dst, uint8_t* next_hop, int& oif);
+  bool neighbour_any(int family, const uint8_t* ip, int oif, MacAddr& mac, uint16_t& state);
   void probe(uint32_t dst);
   bool request(void* msg, size_t len, void* reply, size_t cap, size_t& got);
 
@@ -105,6 +111,7 @@ class NeighbourResolver {
   int ifindex_;
   int nl_ = -1;
   int udp_ = -1;
+  int udp6_ = -1;
   uint32_t seq_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;
