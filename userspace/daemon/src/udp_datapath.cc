@@ -612,6 +612,7 @@ void UdpDatapath::send_queued() {
     TxSlot& s = tx_[idx];
     const bool v4 = s.key.dst.is_ipv4();
     s.to = {};
+    s.labelled = false;
     if (v4) {
       sockaddr_in to4{};
       to4.sin_family = AF_INET;
