@@ -25,6 +25,28 @@ NeighbourTable::NeighbourTable(uint32_t capacity) {
   while (cap < capacity) cap <<= 1;
   slots_ = std::make_unique<Slot[]>(cap);
   mask_ = cap - 1;
+  keys6_ = std::make_unique<std::array<uint8_t, 16>[]>(cap);
+  index6_ = std::make_unique<int32_t[]>(cap);
+  for (uint32_t i = 0; i < cap; ++i) index6_[i] = -1;
+}
+
+uint32_t NeighbourTable::handle6(const uint8_t dst[16]) {
+  uint64_t a, b;
+  memcpy(&a, dst, 8);
+  memcpy(&b, dst + 8, 8);
+  uint32_t h = static_cast<uint32_t>(((a ^ (b * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull) >> 40) & mask_;
+  for (uint32_t n = 0; n <= mask_; ++n, h = (h + 1) & mask_) {
+    const int32_t i = index6_[h];
+    if (i >= 0 && memcmp(keys6_[i].data(), dst, 16) == 0) return kHandle6 | static_cast<uint32_t>(i);
+    if (i < 0) {
+      if (count6_ > mask_) return 0;
+      const uint32_t k = count6_++;
+      memcpy(keys6_[k].data(), dst, 16);  // before the handle is published by lookup()
+      index6_[h] = static_cast<int32_t>(k);
+      return kHandle6 | k;
+    }
+  }
+  return 0;
 }
 
 NeighbourTable::Slot* NeighbourTable::find(uint32_t ip, bool insert) {
@@ -319,13 +341,18 @@ void NeighbourResolver::run() {
     });
     for (uint32_t ip : todo) {
       bool need_probe = false, stale = false;
-      auto mac = query(ip, &need_probe, &stale);
+      const bool v6 = NeighbourTable::is_handle6(ip);
+      auto mac = v6 ? query6(table_.key6(ip), &need_probe, &stale) : query(ip, &need_probe, &stale);
       if (mac && table_.set(ip, *mac)) ++stats_.resolved;
       if (need_probe || stale) {
         uint64_t every = need_probe ? kProbeUnresolvedTicks : kProbeStaleTicks;
         auto it = last_probe_.find(ip);
         if (it == last_probe_.end() || tick_ - it->second >= every) {
-          probe(ip);
+          if (v6) {
+            probe6(table_.key6(ip));
+          } else {
+            probe(ip);
+          }
           last_probe_[ip] = tick_;
         }
       }

@@ -144,7 +144,7 @@ Result<void> Daemon::start() {
     }
     netdev_ = cfg_.device.netdev;
   }
-  if (cfg_.device.ipv6 && cfg_.datapath.kind != "dpdk" && netdev_.empty() && cfg_.device.addresses.empty()) {
+  if (cfg_.device.ipv6 && netdev_.empty() && cfg_.device.addresses.empty()) {
     // No interface with IPv4: the first one that is up, not loopback and has a global IPv6 address.
     for (ifaddrs* i = ifs; i && netdev_.empty(); i = i->ifa_next) {
       if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6) continue;
@@ -153,9 +153,7 @@ Result<void> Daemon::start() {
       if (!IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) netdev_ = i->ifa_name;
     }
   }
-  // The DPDK datapath frames IPv4 only (docs/dpdk.md, "IPv6: what is missing"): no IPv6 GIDs.
-  const bool want6 = cfg_.device.ipv6 && cfg_.datapath.kind != "dpdk";
-  if (want6 && !netdev_.empty()) {
+  if (cfg_.device.ipv6 && !netdev_.empty()) {
     for (ifaddrs* i = ifs; i; i = i->ifa_next) {
       if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 || netdev_ != i->ifa_name) continue;
       const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
@@ -168,9 +166,7 @@ Result<void> Daemon::start() {
   freeifaddrs(ifs);
   // A host with IPv6 addresses only serves them (GID 0 is then the first IPv6 address).
   if (addrs_.empty() && addrs6_.empty()) {
-    const char* what = cfg_.datapath.kind == "dpdk" ? "an IPv4 address (the DPDK datapath is IPv4 only, docs/dpdk.md)"
-                       : cfg_.device.ipv6           ? "an IPv4 or a non-link-local IPv6 address"
-                                                    : "an IPv4 address";
+    const char* what = cfg_.device.ipv6 ? "an IPv4 or a non-link-local IPv6 address" : "an IPv4 address";
     if (cfg_.device.netdev.empty())
       return Error{ENODEV, fmt::format("no interface is up with {} (set device.netdev or device.addresses)", what)};
     return Error{ENODEV, fmt::format("device.netdev: interface \"{}\" has no {}", cfg_.device.netdev, what)};
@@ -183,7 +179,7 @@ Result<void> Daemon::start() {
   // backend's mbufs), and the engine's port MTU must respect that.
   if (cfg_.datapath.kind == "dpdk") {
 #ifdef SROCE_HAVE_DPDK
-    auto dp = dpdk::create_datapath(cfg_, netdev_, addrs_);
+    auto dp = dpdk::create_datapath(cfg_, netdev_, addrs_, addrs6_);
     if (!dp) return dp.error();
     dp_ = std::move(*dp);
 #else
@@ -254,7 +250,7 @@ Result<void> Daemon::start() {
   env.netdev_mtu = mtu_;
   env.extra_header_bytes = cfg_.engine.lossy ? SROCE_LEH_LEN : 0;
   env.netdev = netdev_;
-  env.datapath_ipv6 = cfg_.datapath.kind != "dpdk" && !addrs6_.empty();
+  env.datapath_ipv6 = !addrs6_.empty();
   env.node_guid = node_guid_be(netdev_, addrs_, addrs6_);
   env.watch = [this](int fd, uint64_t k) { watch(fd, k); };
   env.unwatch = [this](int fd) { unwatch(fd); };

@@ -411,9 +411,7 @@ int UdpDatapath::open_socket6(const Gid& src, uint16_t sport) {
 // follows the lane too: a label-hashing fabric then spreads the lanes as a port-hashing one
 // does. The destination QPN stands for the pair: the source QPN is not in the packet.
 uint32_t UdpDatapath::derive_flow_label(uint32_t dqpn, uint16_t sport) {
-  const uint64_t v = ((uint64_t{dqpn & 0xffffff} << 16) | sport) * 0x9e3779b97f4a7c15ull;
-  const uint32_t label = static_cast<uint32_t>(v >> 44) & 0xfffff;
-  return label != 0 ? label : 1;
+  return daemon::derive_flow_label(dqpn, sport);  // datapath.h: the DPDK datapath uses it too
 }
 
 int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
