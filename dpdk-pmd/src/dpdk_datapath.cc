@@ -30,6 +30,12 @@ bool DpdkDatapath::is_local(uint32_t ip) const {
   return false;
 }
 
+bool DpdkDatapath::is_local6(const uint8_t* ip) const {
+  for (const Gid& a : local_addrs6_)
+    if (memcmp(a.raw, ip, 16) == 0) return true;
+  return false;
+}
+
 // ------------------------------------------------------------------- receive
 
 bool DpdkDatapath::accept(Queue& q, rte_mbuf* m, RxPacket& out) {
@@ -41,6 +47,9 @@ bool DpdkDatapath::accept(Queue& q, rte_mbuf* m, RxPacket& out) {
   } else if (csum == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
     v = RxVerdict::kIpHeader;
   }
+  if (v == RxVerdict::kOk && !local_addrs6_.empty() && rte_pktmbuf_data_len(m) >= kEthHeader &&
+      data_of(m)[12] == (kEtherTypeIpv6 >> 8) && data_of(m)[13] == (kEtherTypeIpv6 & 0xff))
+    return accept6(q, m, out);
   RxFrame f;
   if (v == RxVerdict::kOk)
     v = parse_frame({data_of(m), rte_pktmbuf_data_len(m)}, udp_port_, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD, f);
@@ -63,6 +72,38 @@ bool DpdkDatapath::accept(Queue& q, rte_mbuf* m, RxPacket& out) {
   out.meta.src_port = f.sport;
   out.meta.dst_port = f.dport;
   out.meta.traffic_class = f.tos;  // ECN CE = 3 in the low bits (RFC 3168)
+  held_[held_n_++] = m;
+  ++q.st.rx_packets;
+  q.st.rx_bytes += f.payload_len;
+  return true;
+}
+
+// RoCEv2 over IPv6 (Annex A17.4.5.1): the IPv6 header's traffic class, flow label and hop
+// limit are the GRH fields the engine reports to a UD receiver.
+bool DpdkDatapath::accept6(Queue& q, rte_mbuf* m, RxPacket& out) {
+  RxFrame6 f;
+  const RxVerdict v = parse_frame6({data_of(m), rte_pktmbuf_data_len(m)}, udp_port_, f);
+  if (v != RxVerdict::kOk) {
+    ++rx_verdicts_[static_cast<size_t>(v)];
+    ++q.st.rx_dropped;
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  if (!is_local6(f.dst)) {
+    ++rx_not_local_;
+    ++q.st.rx_dropped;
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  out.payload = {reinterpret_cast<const std::byte*>(data_of(m) + f.payload_off), f.payload_len};
+  out.meta = PacketMeta{};
+  memcpy(out.meta.src.raw, f.src, 16);
+  memcpy(out.meta.dst.raw, f.dst, 16);
+  out.meta.src_port = f.sport;
+  out.meta.dst_port = f.dport;
+  out.meta.traffic_class = f.tclass;
+  out.meta.flow_label = f.flow_label;
+  out.meta.hop_limit = f.hop_limit;
   held_[held_n_++] = m;
   ++q.st.rx_packets;
   q.st.rx_bytes += f.payload_len;
@@ -94,7 +135,7 @@ size_t DpdkDatapath::rx_burst(std::span<RxPacket> out) {
   uint32_t taken = 0;
   for (; taken < looped_n_ && n < out.size(); ++taken, ++n) {
     Looped& l = looped_[taken];
-    out[n].payload = {reinterpret_cast<const std::byte*>(data_of(l.m) + kFrameHeaders), l.len};
+    out[n].payload = {reinterpret_cast<const std::byte*>(data_of(l.m) + kTxPayloadOff), l.len};
     out[n].meta = l.meta;
     held_[held_n_++] = l.m;
     rx_looped_bytes_ += l.len;
@@ -148,19 +189,21 @@ std::span<std::byte> DpdkDatapath::tx_buffer() {
     }
     tx_cur_ = alloc_[--alloc_n_];
   }
-  return {reinterpret_cast<std::byte*>(data_of(tx_cur_) + kFrameHeaders), tx_room_};
+  return {reinterpret_cast<std::byte*>(data_of(tx_cur_) + kTxPayloadOff), tx_room_};
 }
 
-void DpdkDatapath::count_lane(uint32_t src, uint16_t sport, uint32_t bytes) {
+void DpdkDatapath::count_lane(const Gid& src, uint16_t sport, uint32_t bytes) {
   int32_t i = -1;
   if (last_lane_ >= 0 && src == last_lane_src_ && sport == last_lane_sport_) {
     i = last_lane_;
   } else {
     const size_t mask = lane_hash_.size() - 1;
-    size_t h = (src * 0x9E3779B1u ^ sport * 0x85EBCA6Bu) & mask;
+    uint32_t w[4];
+    memcpy(w, src.raw, 16);
+    size_t h = ((w[0] ^ w[1] ^ w[2] ^ w[3]) * 0x9E3779B1u ^ sport * 0x85EBCA6Bu) & mask;
     for (;; h = (h + 1) & mask) {
       int32_t x = lane_hash_[h];
-      if (x >= 0 && lanes_[x].local_addr == src && lanes_[x].port == sport) {
+      if (x >= 0 && lanes_[x].local == src && lanes_[x].port == sport) {
         i = x;
         break;
       }
@@ -169,7 +212,7 @@ void DpdkDatapath::count_lane(uint32_t src, uint16_t sport, uint32_t bytes) {
         i = static_cast<int32_t>(lane_count_++);
         lanes_[i] = daemon::PortStats{};
         lanes_[i].port = sport;
-        lanes_[i].local_addr = src;
+        lanes_[i].local = src;
         lane_hash_[h] = i;
         break;
       }
@@ -199,38 +242,64 @@ void DpdkDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (!m || len == 0) return;  // nothing written: the mbuf stays for the next packet
   tx_cur_ = nullptr;
   moved_ = true;
-  if (len > tx_room_ || !meta.dst.is_ipv4() || !meta.src.is_ipv4()) {
-    ++stats_.tx_errors;  // IPv6 GIDs: not carried by this datapath (as the UDP one)
+  const bool v4 = meta.dst.is_ipv4();
+  if (len > tx_room_ || v4 != meta.src.is_ipv4() || (!v4 && local_addrs6_.empty())) {
+    ++stats_.tx_errors;  // mixed families, or IPv6 without an IPv6 address of ours
     rte_pktmbuf_free(m);
     return;
   }
-  const uint32_t src = meta.src.ipv4(), dst = meta.dst.ipv4();
-  count_lane(src, meta.src_port, static_cast<uint32_t>(len));
-  if (is_local(dst)) {
+  count_lane(meta.src, meta.src_port, static_cast<uint32_t>(len));
+  if (v4 ? is_local(meta.dst.ipv4()) : is_local6(meta.dst.raw)) {
     // Another QP of this daemon: straight back to our receive side.
     looped_[looped_n_++] = Looped{m, static_cast<uint32_t>(len), meta};
     ++tx_looped_;
     return;
   }
-  TxAddr a;
-  a.src_mac = src_mac_;
-  a.src = src;
-  a.dst = dst;
-  a.sport = meta.src_port;
-  a.dport = meta.dst_port;
-  a.tos = meta.traffic_class;
-  // The host's TTL, not the AV's hop limit: the UDP datapath's kernel
-  // sockets send with the default TTL too, so both datapaths put the same
-  // wire on a routed fabric. (Unchanged programs such as ibv_rc_pingpong set
-  // hop_limit 1, which would die at the first router.)
-  a.ttl = kHostTtl;
-  write_headers(data_of(m), a, static_cast<uint16_t>(len), ip_csum_offload_);
-  m->data_len = static_cast<uint16_t>(kFrameHeaders + len);
-  m->pkt_len = m->data_len;
-  if (ip_csum_offload_) {
-    m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
-    m->l2_len = kEthHeader;
-    m->l3_len = kIpv4Header;
+  // The neighbour table's key: the IPv4 address, or an IPv6 address's handle.
+  uint32_t dst = 0;
+  if (v4) {
+    dst = meta.dst.ipv4();
+    TxAddr a;
+    a.src_mac = src_mac_;
+    a.src = meta.src.ipv4();
+    a.dst = dst;
+    a.sport = meta.src_port;
+    a.dport = meta.dst_port;
+    a.tos = meta.traffic_class;
+    // The host's TTL, not the AV's hop limit: the UDP datapath's kernel
+    // sockets send with the default TTL too, so both datapaths put the same
+    // wire on a routed fabric. (Unchanged programs such as ibv_rc_pingpong set
+    // hop_limit 1, which would die at the first router.)
+    a.ttl = kHostTtl;
+    // The engine wrote behind IPv6-sized room: the IPv4 frame starts 20 bytes in.
+    m->data_off = static_cast<uint16_t>(m->data_off + (kFrameHeaders6 - kFrameHeaders));
+    write_headers(data_of(m), a, static_cast<uint16_t>(len), ip_csum_offload_);
+    m->data_len = static_cast<uint16_t>(kFrameHeaders + len);
+    m->pkt_len = m->data_len;
+    if (ip_csum_offload_) {
+      m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+      m->l2_len = kEthHeader;
+      m->l3_len = kIpv4Header;
+    }
+  } else {
+    dst = neigh_->handle6(meta.dst.raw);
+    TxAddr6 a;
+    a.src_mac = src_mac_;
+    memcpy(a.src, meta.src.raw, 16);
+    memcpy(a.dst, meta.dst.raw, 16);
+    a.sport = meta.src_port;
+    a.dport = meta.dst_port;
+    a.tclass = meta.traffic_class;
+    // The AV's label, else one per (QP, lane), as the UDP datapath does (docs/sroced.md).
+    a.flow_label = meta.flow_label & 0xfffff;
+    if (a.flow_label == 0 && len >= 8) {
+      const uint8_t* b = data_of(m) + kTxPayloadOff;
+      a.flow_label = daemon::derive_flow_label((uint32_t{b[5]} << 16) | (uint32_t{b[6]} << 8) | b[7], meta.src_port);
+    }
+    a.hop_limit = kHostTtl;  // as IPv4's TTL, above
+    write_headers6(data_of(m), a, static_cast<uint16_t>(len));
+    m->data_len = static_cast<uint16_t>(kFrameHeaders6 + len);
+    m->pkt_len = m->data_len;
   }
   // One queue per lane (source port), so a lane's packets stay in order.
   const auto queue = static_cast<uint16_t>(nq_ == 1 ? 0 : meta.src_port % nq_);

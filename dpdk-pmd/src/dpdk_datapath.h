@@ -43,7 +43,8 @@ namespace sroce::dpdk {
 class DpdkDatapath final : public daemon::Datapath {
  public:
   static Result<std::unique_ptr<DpdkDatapath>> create(const daemon::Config& cfg, const std::string& netdev,
-                                                      std::span<const uint32_t> local_addrs);
+                                                      std::span<const uint32_t> local_addrs,
+                                                      std::span<const Gid> local_addrs6 = {});
   ~DpdkDatapath() override;
 
   size_t rx_burst(std::span<daemon::RxPacket> out) override;
@@ -64,6 +65,9 @@ class DpdkDatapath final : public daemon::Datapath {
   static constexpr uint32_t kMaxLoopback = 256;  // packets to our own addresses, per pass
   static constexpr uint32_t kAllocBatch = 32;    // mbufs per rte_pktmbuf_alloc_bulk
   static constexpr uint32_t kFirstSleepUs = 10;  // first idle sleep after traffic (sleep_poll_us > 0)
+  // Where tx_buffer() lets the engine write: behind room for the longer (IPv6) headers; an
+  // IPv4 frame then starts 20 bytes into the mbuf's data (data_off moves).
+  static constexpr size_t kTxPayloadOff = kFrameHeaders6;
 
  private:
   struct QueueStats {
@@ -93,18 +97,20 @@ class DpdkDatapath final : public daemon::Datapath {
 
   explicit DpdkDatapath(const daemon::Config& cfg);
   // Control path (dpdk_port.cc).
-  Result<void> init(const std::string& netdev, std::span<const uint32_t> local_addrs);
+  Result<void> init(const std::string& netdev, std::span<const uint32_t> local_addrs, std::span<const Gid> local_addrs6);
   Result<void> setup_port(VdevKind kind);
   void open_absorber();
 
   // Hot path helpers (dpdk_datapath.cc).
   bool accept(Queue& q, rte_mbuf* m, daemon::RxPacket& out);
   bool is_local(uint32_t ip) const;
+  bool is_local6(const uint8_t* ip) const;
+  bool accept6(Queue& q, rte_mbuf* m, daemon::RxPacket& out);
   void enqueue(uint16_t queue, rte_mbuf* m);
   void send_resolved(rte_mbuf* m, const MacAddr& mac, uint16_t queue);
   bool retry_parked();
   bool flush_queues();
-  void count_lane(uint32_t src, uint16_t sport, uint32_t bytes);
+  void count_lane(const Gid& src, uint16_t sport, uint32_t bytes);
 
   daemon::Config cfg_;
   std::unique_ptr<Eal> eal_;
@@ -122,6 +128,7 @@ class DpdkDatapath final : public daemon::Datapath {
   uint32_t mtu_limit_ = 0;
   std::string driver_;
   std::vector<uint32_t> local_addrs_;
+  std::vector<Gid> local_addrs6_;
   int timer_fd_ = -1;
   uint32_t sleep_us_ = kFirstSleepUs;  // the next idle sleep (doubles up to sleep_poll_us)
   bool moved_ = false;                 // a packet in or out since the last rx_burst
@@ -129,6 +136,7 @@ class DpdkDatapath final : public daemon::Datapath {
   uint32_t yield_after_ = 0;           // dpdk.idle_yield_passes
   uint64_t yields_ = 0;
   int absorber_fd_ = -1;
+  int absorber6_fd_ = -1;
   uint64_t tsc_hz_ = 0;
 
   std::vector<Queue> queues_;
@@ -154,7 +162,7 @@ class DpdkDatapath final : public daemon::Datapath {
   std::vector<daemon::PortStats> lanes_;
   std::vector<int32_t> lane_hash_;
   size_t lane_count_ = 0;
-  uint32_t last_lane_src_ = 0;
+  Gid last_lane_src_{};
   uint16_t last_lane_sport_ = 0;
   int32_t last_lane_ = -1;
 

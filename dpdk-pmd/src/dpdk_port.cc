@@ -84,8 +84,9 @@ uint32_t kernel_rx_queues(const std::string& netdev) {
 }  // namespace
 
 Result<std::unique_ptr<daemon::Datapath>> create_datapath(const daemon::Config& cfg, const std::string& netdev,
-                                                          std::span<const uint32_t> local_addrs) {
-  auto dp = DpdkDatapath::create(cfg, netdev, local_addrs);
+                                                          std::span<const uint32_t> local_addrs,
+                                                          std::span<const Gid> local_addrs6) {
+  auto dp = DpdkDatapath::create(cfg, netdev, local_addrs, local_addrs6);
   if (!dp) return dp.error();
   return std::unique_ptr<daemon::Datapath>(std::move(*dp));
 }
@@ -93,16 +94,19 @@ Result<std::unique_ptr<daemon::Datapath>> create_datapath(const daemon::Config& 
 DpdkDatapath::DpdkDatapath(const daemon::Config& cfg) : cfg_(cfg) {}
 
 Result<std::unique_ptr<DpdkDatapath>> DpdkDatapath::create(const daemon::Config& cfg, const std::string& netdev,
-                                                            std::span<const uint32_t> local_addrs) {
+                                                            std::span<const uint32_t> local_addrs,
+                                                            std::span<const Gid> local_addrs6) {
   std::unique_ptr<DpdkDatapath> dp(new DpdkDatapath(cfg));
-  auto r = dp->init(netdev, local_addrs);
+  auto r = dp->init(netdev, local_addrs, local_addrs6);
   if (!r) return r.error();
   return dp;
 }
 
-Result<void> DpdkDatapath::init(const std::string& netdev, std::span<const uint32_t> local_addrs) {
+Result<void> DpdkDatapath::init(const std::string& netdev, std::span<const uint32_t> local_addrs,
+                                std::span<const Gid> local_addrs6) {
   const auto& d = cfg_.dpdk;
   local_addrs_.assign(local_addrs.begin(), local_addrs.end());
+  local_addrs6_.assign(local_addrs6.begin(), local_addrs6.end());
   udp_port_ = cfg_.datapath.port;
   const VdevKind kind = vdev_kind(d.vdev);
   const bool shorthand = d.vdev == "af_xdp" || d.vdev == "af_packet";
@@ -208,10 +212,10 @@ Result<void> DpdkDatapath::setup_port(VdevKind kind) {
                                        "dpdk.memory_mb)",
                                        d.mbufs, data_room_, rte_strerror(rte_errno)));
 
-  // What one mbuf carries: the engine writes behind 42 bytes of headers; a
-  // received frame starts after the headroom (and XDP's, for af_xdp).
+  // What one mbuf carries: the engine writes behind room for 62 bytes of headers (IPv6; IPv4
+  // takes 42 of them); a received frame starts after the headroom (and XDP's, for af_xdp).
   tx_room_ = static_cast<uint32_t>(
-      std::min<size_t>(Engine::kMaxPacket, data_room_ - RTE_PKTMBUF_HEADROOM - kFrameHeaders));
+      std::min<size_t>(Engine::kMaxPacket, data_room_ - RTE_PKTMBUF_HEADROOM - kTxPayloadOff));
   uint32_t rx_frame = data_room_ - RTE_PKTMBUF_HEADROOM;
   if (kind == VdevKind::kAfXdp) rx_frame -= kXdpPacketHeadroom;
   if (kind == VdevKind::kAfPacket) rx_frame = std::min(rx_frame, kAfPacketFrameData);
@@ -301,6 +305,21 @@ void DpdkDatapath::open_absorber() {
     close(absorber_fd_);
     absorber_fd_ = -1;
   }
+  if (local_addrs6_.empty()) return;
+  // The same for IPv6 (the kernel would answer with ICMPv6 port unreachable).
+  absorber6_fd_ = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (absorber6_fd_ < 0) return;
+  int one = 1;
+  sockaddr_in6 a6{};
+  a6.sin6_family = AF_INET6;
+  a6.sin6_port = htons(udp_port_);
+  if (setsockopt(absorber6_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0 ||
+      setsockopt(absorber6_fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0 ||
+      bind(absorber6_fd_, reinterpret_cast<sockaddr*>(&a6), sizeof a6) != 0) {
+    spdlog::warn("dpdk: af_packet: cannot bind UDP [::]:{} in the kernel ({})", udp_port_, strerror(errno));
+    close(absorber6_fd_);
+    absorber6_fd_ = -1;
+  }
 }
 
 DpdkDatapath::~DpdkDatapath() {
@@ -326,6 +345,7 @@ DpdkDatapath::~DpdkDatapath() {
   }
   if (timer_fd_ >= 0) close(timer_fd_);
   if (absorber_fd_ >= 0) close(absorber_fd_);
+  if (absorber6_fd_ >= 0) close(absorber6_fd_);
   eal_.reset();
 }
 

@@ -1,4 +1,4 @@
-// Ethernet + IPv4 + UDP framing (frame.h).
+// Ethernet + IPv4 (or IPv6) + UDP framing (frame.h).
 #include "frame.h"
 
 #include <cstring>
@@ -101,6 +101,43 @@ void write_headers(uint8_t* p, const TxAddr& a, uint16_t payload_len, bool ip_cs
     ip[11] = 0;
   }
   sroce_build_udp(ip + kIpv4Header, a.sport, a.dport, udp_len);
+}
+
+RxVerdict parse_frame6(std::span<const uint8_t> f, uint16_t udp_port, RxFrame6& out) {
+  if (f.size() < kEthHeader) return RxVerdict::kLength;
+  if (be16(&f[12]) != kEtherTypeIpv6) return RxVerdict::kNotIpv4;
+  if (f.size() < kFrameHeaders6) return RxVerdict::kLength;
+  const uint8_t* ip = f.data() + kEthHeader;
+  if ((ip[0] >> 4) != 6) return RxVerdict::kNotIpv4;
+  if (ip[6] != 17) return RxVerdict::kNotRoce;  // an extension header, or not UDP
+  const uint16_t plen = be16(ip + 4);           // IPv6 payload length: UDP header + data
+  if (plen < kUdpHeader || plen > f.size() - kEthHeader - kIpv6Header) return RxVerdict::kLength;
+  const uint8_t* udp = ip + kIpv6Header;
+  if (be16(udp + 2) != udp_port) return RxVerdict::kNotRoce;
+  if (be16(udp + 4) != plen) return RxVerdict::kLength;
+  const uint32_t w0 = be32(ip);
+  memcpy(out.src, ip + 8, 16);
+  memcpy(out.dst, ip + 24, 16);
+  out.sport = be16(udp);
+  out.dport = be16(udp + 2);
+  out.tclass = static_cast<uint8_t>(w0 >> 20);
+  out.flow_label = w0 & 0xfffff;
+  out.hop_limit = ip[7];
+  out.payload_off = kFrameHeaders6;
+  out.payload_len = plen - kUdpHeader;
+  return RxVerdict::kOk;
+}
+
+void write_headers6(uint8_t* p, const TxAddr6& a, uint16_t payload_len) {
+  memcpy(p, a.dst_mac.b, 6);
+  memcpy(p + 6, a.src_mac.b, 6);
+  p[12] = kEtherTypeIpv6 >> 8;
+  p[13] = kEtherTypeIpv6 & 0xff;
+  uint8_t* ip = p + kEthHeader;
+  const auto udp_len = static_cast<uint16_t>(kUdpHeader + payload_len);
+  sroce_build_ipv6(ip, a.src, a.dst, a.tclass, a.flow_label, a.hop_limit, udp_len);
+  sroce_build_udp(ip + kIpv6Header, a.sport, a.dport, udp_len);
+  sroce_udp_fill_checksum(ip, kIpv6Header + udp_len);
 }
 
 }  // namespace sroce::dpdk

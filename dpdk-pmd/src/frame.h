@@ -78,4 +78,40 @@ void write_headers(uint8_t* p, const TxAddr& a, uint16_t payload_len, bool ip_cs
 // the field as it is: 0 when the header is intact.
 uint16_t ipv4_header_checksum(const uint8_t* ip);
 
+// IPv6 (Annex A17.4.5.1: the GRH becomes the IPv6 header). The framing only: the
+// datapath does not use it yet (docs/dpdk.md, "IPv6: what is missing").
+inline constexpr size_t kIpv6Header = 40;
+inline constexpr size_t kFrameHeaders6 = kEthHeader + kIpv6Header + kUdpHeader;  // 62
+inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
+
+struct RxFrame6 {
+  uint8_t src[16] = {}, dst[16] = {};  // network order, as GIDs
+  uint16_t sport = 0, dport = 0;
+  uint8_t tclass = 0;        // DSCP << 2 | ECN
+  uint32_t flow_label = 0;   // 20 bits
+  uint8_t hop_limit = 0;
+  uint32_t payload_off = 0;  // UDP payload: BTH .. ICRC
+  uint32_t payload_len = 0;
+};
+
+// Checks one Ethernet frame carrying IPv6/UDP to `udp_port`. Verdicts as parse_frame's, with
+// kNotIpv4 meaning "not IPv6" here (another EtherType or IP version) and kNotRoce also for
+// an extension header (next header not UDP: RoCEv2 senders use none). The UDP checksum is
+// not checked (the ICRC covers the payload; parse_frame says why).
+RxVerdict parse_frame6(std::span<const uint8_t> frame, uint16_t udp_port, RxFrame6& out);
+
+struct TxAddr6 {
+  MacAddr dst_mac, src_mac;
+  uint8_t src[16] = {}, dst[16] = {};
+  uint16_t sport = 0, dport = 0;
+  uint8_t tclass = 0;
+  uint32_t flow_label = 0;
+  uint8_t hop_limit = kHostTtl;
+};
+
+// Writes the 62 bytes of Ethernet, IPv6 and UDP headers at `p` for the `payload_len` bytes
+// (ICRC included) that already follow them, and the UDP checksum over them: over IPv6 it is
+// mandatory (RFC 8200 8.1; Linux drops a zero one). It is masked in the ICRC (A17.3.3).
+void write_headers6(uint8_t* p, const TxAddr6& a, uint16_t payload_len);
+
 }  // namespace sroce::dpdk

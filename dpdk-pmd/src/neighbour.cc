@@ -25,6 +25,28 @@ NeighbourTable::NeighbourTable(uint32_t capacity) {
   while (cap < capacity) cap <<= 1;
   slots_ = std::make_unique<Slot[]>(cap);
   mask_ = cap - 1;
+  keys6_ = std::make_unique<std::array<uint8_t, 16>[]>(cap);
+  index6_ = std::make_unique<int32_t[]>(cap);
+  for (uint32_t i = 0; i < cap; ++i) index6_[i] = -1;
+}
+
+uint32_t NeighbourTable::handle6(const uint8_t dst[16]) {
+  uint64_t a, b;
+  memcpy(&a, dst, 8);
+  memcpy(&b, dst + 8, 8);
+  uint32_t h = static_cast<uint32_t>(((a ^ (b * 0x9E3779B97F4A7C15ull)) * 0xBF58476D1CE4E5B9ull) >> 40) & mask_;
+  for (uint32_t n = 0; n <= mask_; ++n, h = (h + 1) & mask_) {
+    const int32_t i = index6_[h];
+    if (i >= 0 && memcmp(keys6_[i].data(), dst, 16) == 0) return kHandle6 | static_cast<uint32_t>(i);
+    if (i < 0) {
+      if (count6_ > mask_) return 0;
+      const uint32_t k = count6_++;
+      memcpy(keys6_[k].data(), dst, 16);  // before the handle is published by lookup()
+      index6_[h] = static_cast<int32_t>(k);
+      return kHandle6 | k;
+    }
+  }
+  return 0;
 }
 
 NeighbourTable::Slot* NeighbourTable::find(uint32_t ip, bool insert) {
@@ -112,6 +134,7 @@ NeighbourResolver::NeighbourResolver(NeighbourTable& table, int ifindex) : table
   // In the caller's network namespace (the thread inherits it too).
   nl_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   udp_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  udp6_ = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // -1 without IPv6: fine
   if (nl_ >= 0) {
     timeval tv{0, 200'000};
     setsockopt(nl_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -122,6 +145,7 @@ NeighbourResolver::~NeighbourResolver() {
   stop();
   if (nl_ >= 0) close(nl_);
   if (udp_ >= 0) close(udp_);
+  if (udp6_ >= 0) close(udp6_);
 }
 
 bool NeighbourResolver::start(std::string& error) {
@@ -162,7 +186,10 @@ bool NeighbourResolver::request(void* msg, size_t len, void* reply, size_t cap, 
   }
 }
 
-bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
+// The kernel's route to `dst` (4 or 16 bytes, network order, by `family`): the next hop
+// (the gateway, else `dst` itself) and the output interface.
+bool NeighbourResolver::route_any(int family, const uint8_t* dst, uint8_t* next_hop, int& oif) {
+  const uint16_t alen = family == AF_INET6 ? 16 : 4;
   struct {
     nlmsghdr h;
     rtmsg r;
@@ -171,10 +198,9 @@ bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
   req.h.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
   req.h.nlmsg_type = RTM_GETROUTE;
   req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.r.rtm_family = AF_INET;
-  req.r.rtm_dst_len = 32;
-  uint32_t be = htonl(dst);
-  add_attr(&req.h, RTA_DST, &be, 4);
+  req.r.rtm_family = static_cast<unsigned char>(family);
+  req.r.rtm_dst_len = static_cast<unsigned char>(alen * 8);
+  add_attr(&req.h, RTA_DST, dst, alen);
   alignas(nlmsghdr) char buf[4096];
   size_t got = 0;
   ++stats_.lookups;
@@ -183,14 +209,12 @@ bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
   if (h->nlmsg_type != RTM_NEWROUTE) return false;
   auto* r = static_cast<rtmsg*>(NLMSG_DATA(h));
   if (r->rtm_type != RTN_UNICAST) return false;  // local, unreachable, blackhole, ...
-  next_hop = dst;
+  memcpy(next_hop, dst, alen);
   oif = 0;
   int len = static_cast<int>(RTM_PAYLOAD(h));
   for (auto* a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == 4) {
-      uint32_t g;
-      memcpy(&g, RTA_DATA(a), 4);
-      next_hop = ntohl(g);
+    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen) {
+      memcpy(next_hop, RTA_DATA(a), alen);
     } else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == 4) {
       memcpy(&oif, RTA_DATA(a), 4);
     }
@@ -198,7 +222,17 @@ bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
   return true;
 }
 
-bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& state) {
+bool NeighbourResolver::route(uint32_t dst, uint32_t& next_hop, int& oif) {
+  const uint32_t be = htonl(dst);
+  uint32_t nh = be;
+  if (!route_any(AF_INET, reinterpret_cast<const uint8_t*>(&be), reinterpret_cast<uint8_t*>(&nh), oif)) return false;
+  next_hop = ntohl(nh);
+  return true;
+}
+
+// The kernel's neighbour entry for `ip` (4 or 16 bytes by `family`) on `oif`: ARP for IPv4,
+// neighbour discovery (RFC 4861) for IPv6, one table and one query for both.
+bool NeighbourResolver::neighbour_any(int family, const uint8_t* ip, int oif, MacAddr& mac, uint16_t& state) {
   struct {
     nlmsghdr h;
     ndmsg n;
@@ -207,10 +241,9 @@ bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& 
   req.h.nlmsg_len = NLMSG_LENGTH(sizeof(ndmsg));
   req.h.nlmsg_type = RTM_GETNEIGH;
   req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.n.ndm_family = AF_INET;
+  req.n.ndm_family = static_cast<uint8_t>(family);
   req.n.ndm_ifindex = oif;
-  uint32_t be = htonl(ip);
-  add_attr(&req.h, NDA_DST, &be, 4);
+  add_attr(&req.h, NDA_DST, ip, family == AF_INET6 ? 16 : 4);
   alignas(nlmsghdr) char buf[4096];
   size_t got = 0;
   if (!request(&req, req.h.nlmsg_len, buf, sizeof buf, got)) return false;
@@ -227,6 +260,41 @@ bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& 
     }
   }
   return false;  // an entry without a link-layer address (INCOMPLETE, FAILED)
+}
+
+bool NeighbourResolver::neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& state) {
+  const uint32_t be = htonl(ip);
+  return neighbour_any(AF_INET, reinterpret_cast<const uint8_t*>(&be), oif, mac, state);
+}
+
+std::optional<MacAddr> NeighbourResolver::query6(const uint8_t dst[16], bool* need_probe, bool* stale) {
+  *need_probe = false;
+  *stale = false;
+  uint8_t nh[16];
+  int oif = 0;
+  if (!route_any(AF_INET6, dst, nh, oif) || (ifindex_ > 0 && oif != ifindex_)) {
+    ++stats_.unroutable;
+    return std::nullopt;
+  }
+  MacAddr mac;
+  uint16_t state = 0;
+  if (!neighbour_any(AF_INET6, nh, oif, mac, state) || !(state & kNudValid)) {
+    *need_probe = true;
+    return std::nullopt;
+  }
+  *stale = (state & NUD_STALE) != 0;
+  return mac;
+}
+
+void NeighbourResolver::probe6(const uint8_t dst[16]) {
+  // As probe(): a datagram to the discard port makes the kernel solicit the next hop.
+  if (udp6_ < 0) return;
+  sockaddr_in6 to{};
+  to.sin6_family = AF_INET6;
+  to.sin6_port = htons(kDiscardPort);
+  memcpy(&to.sin6_addr, dst, 16);
+  sendto(udp6_, "", 0, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  ++stats_.probes;
 }
 
 std::optional<MacAddr> NeighbourResolver::query(uint32_t dst, bool* need_probe, bool* stale) {
@@ -273,13 +341,18 @@ void NeighbourResolver::run() {
     });
     for (uint32_t ip : todo) {
       bool need_probe = false, stale = false;
-      auto mac = query(ip, &need_probe, &stale);
+      const bool v6 = NeighbourTable::is_handle6(ip);
+      auto mac = v6 ? query6(table_.key6(ip), &need_probe, &stale) : query(ip, &need_probe, &stale);
       if (mac && table_.set(ip, *mac)) ++stats_.resolved;
       if (need_probe || stale) {
         uint64_t every = need_probe ? kProbeUnresolvedTicks : kProbeStaleTicks;
         auto it = last_probe_.find(ip);
         if (it == last_probe_.end() || tick_ - it->second >= every) {
-          probe(ip);
+          if (v6) {
+            probe6(table_.key6(ip));
+          } else {
+            probe(ip);
+          }
           last_probe_[ip] = tick_;
         }
       }

@@ -19,6 +19,7 @@
 // a reader sees either the old or the new MAC, never a torn one.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -57,6 +58,16 @@ class NeighbourTable {
   uint32_t size() const { return used_.load(std::memory_order_relaxed); }
   uint32_t capacity() const { return mask_ + 1; }
 
+  // IPv6 destinations live in the same table under a 32-bit handle from the reserved
+  // 240.0.0.0/4 (never an IPv4 destination): handle6() (loop thread; hot path, no syscall)
+  // gives dst's handle, writing its address into keys6_ before lookup() publishes the handle
+  // (the slot's release store), so the resolver, which sees the handle in for_each, reads a
+  // complete address with key6(). 0 when the handle space is full.
+  static constexpr uint32_t kHandle6 = 0xf0000000u;
+  static bool is_handle6(uint32_t k) { return (k & 0xf0000000u) == kHandle6; }
+  uint32_t handle6(const uint8_t dst[16]);
+  const uint8_t* key6(uint32_t handle) const { return keys6_[handle & ~kHandle6].data(); }
+
  private:
   static constexpr uint64_t kValid = 1ull << 63;
   static constexpr uint64_t kStatic = 1ull << 62;
@@ -69,6 +80,10 @@ class NeighbourTable {
   std::unique_ptr<Slot[]> slots_;
   uint32_t mask_;
   std::atomic<uint32_t> used_{0};
+  // IPv6: addresses by handle index (written once), and the loop thread's index to them.
+  std::unique_ptr<std::array<uint8_t, 16>[]> keys6_;
+  std::unique_ptr<int32_t[]> index6_;  // open-addressed, -1 empty, else a keys6_ index
+  uint32_t count6_ = 0;
 };
 
 // The resolver thread. Runs in the daemon's network namespace (threads share
@@ -93,11 +108,17 @@ class NeighbourResolver {
   // as the kernel knows it now. nullopt with `*need_probe` set when the
   // kernel has no valid entry (it must be made to resolve one).
   std::optional<MacAddr> query(uint32_t dst, bool* need_probe, bool* stale);
+  // The same for an IPv6 destination (16 bytes, network order; neighbour discovery), and its
+  // probe: the thread uses them for IPv6 handles (NeighbourTable::handle6).
+  std::optional<MacAddr> query6(const uint8_t dst[16], bool* need_probe, bool* stale);
+  void probe6(const uint8_t dst[16]);
 
  private:
   void run();
   bool route(uint32_t dst, uint32_t& next_hop, int& oif);
   bool neighbour(uint32_t ip, int oif, MacAddr& mac, uint16_t& state);
+  bool route_any(int family, const uint8_t* dst, uint8_t* next_hop, int& oif);
+  bool neighbour_any(int family, const uint8_t* ip, int oif, MacAddr& mac, uint16_t& state);
   void probe(uint32_t dst);
   bool request(void* msg, size_t len, void* reply, size_t cap, size_t& got);
 
@@ -105,6 +126,7 @@ class NeighbourResolver {
   int ifindex_;
   int nl_ = -1;
   int udp_ = -1;
+  int udp6_ = -1;
   uint32_t seq_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;

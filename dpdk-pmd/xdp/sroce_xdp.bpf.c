@@ -2,7 +2,8 @@
 /*
  * sroce_xdp: the XDP program the af_xdp PMD attaches for sroced's DPDK
  * datapath (dpdk.xdp_prog = "", docs/dpdk.md). It steers RoCEv2 only, i.e.
- * IPv4/UDP to destination port 4791 (IBA Annex A17.2.1, proto/roce.h), to the
+ * IPv4/UDP and IPv6/UDP (no extension header: Annex A17.4.5.1) to destination
+ * port 4791 (IBA Annex A17.2.1, proto/roce.h), to the
  * AF_XDP socket of the receiving queue, and passes everything else to the
  * kernel: ARP and IPv6 neighbour discovery keep working (the datapath takes
  * its next-hop MAC addresses from the kernel's neighbour table), and so do
@@ -20,6 +21,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 
 #include <bpf/bpf_endian.h>
@@ -70,9 +72,23 @@ int sroce_xdp_steer(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *ip;
+	struct ipv6hdr *ip6;
 	struct udphdr *udp;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > end)
+		return pass();
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		/* ICMPv6 (neighbour discovery) and extension headers go to the kernel. */
+		ip6 = (void *)(eth + 1);
+		if ((void *)(ip6 + 1) > end || ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP)
+			return pass();
+		udp = (void *)(ip6 + 1);
+		if ((void *)(udp + 1) > end || udp->dest != bpf_htons(SROCE_UDP_PORT))
+			return pass();
+		count(SROCE_XDP_STEERED);
+		return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+	}
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		return pass();
 	ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end || ip->version != 4 || ip->ihl != 5 || ip->protocol != IPPROTO_UDP)

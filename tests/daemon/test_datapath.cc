@@ -3,9 +3,16 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <linux/in6.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "udp_datapath.h"
@@ -282,4 +289,201 @@ TEST_CASE("with every lane socket taken, packets leave from the well-known port"
   CHECK(sport[4] == port);
   CHECK(d.stats().tx_port_errors == 2);
   CHECK(d.port_stats().size() == 2);
+}
+
+namespace {
+Gid loopback6() {
+  Gid g;
+  g.raw[15] = 1;  // ::1
+  return g;
+}
+
+// Sends one packet per (flow label, source port) over [::1] and returns what arrived, in order.
+std::vector<RxPacket> send_v6(UdpDatapath& d, uint16_t port, std::span<const std::pair<uint32_t, uint16_t>> sends,
+                              uint32_t dqpn, std::vector<std::vector<std::byte>>& keep) {
+  PacketMeta m;
+  m.src = m.dst = loopback6();
+  m.dst_port = port;
+  m.hop_limit = 9;
+  for (auto [label, sport] : sends) {
+    auto buf = d.tx_buffer();
+    REQUIRE(buf.size() >= 64);
+    memset(buf.data(), 0, 64);
+    // A BTH's DestQP (bytes 5-7): what a zero label is derived from.
+    buf[5] = std::byte(dqpn >> 16);
+    buf[6] = std::byte(dqpn >> 8);
+    buf[7] = std::byte(dqpn);
+    m.flow_label = label;
+    m.src_port = sport;
+    d.tx_commit(64, m);
+    d.tx_flush();
+  }
+  std::vector<RxPacket> got;
+  std::vector<RxPacket> burst(16);
+  for (int i = 0; i < 2000 && got.size() < sends.size(); ++i) {
+    d.poll();
+    size_t n = d.rx_burst(burst);
+    for (size_t k = 0; k < n; ++k) {
+      keep.emplace_back(burst[k].payload.begin(), burst[k].payload.end());
+      got.push_back(burst[k]);
+    }
+    if (n == 0) usleep(500);
+  }
+  return got;
+}
+}  // namespace
+
+// Annex A17.4.5.1: the GRH's flow label is the IPv6 header's. The receiving socket reports
+// the label each datagram carried (IPV6_FLOWINFO), so this sees what the kernel sent.
+TEST_CASE("IPv6: the address vector's flow label leaves on the wire, a zero one is derived", "[datapath]") {
+  uint16_t port = static_cast<uint16_t>(10000 + (getpid() + 17) % 9000);
+  uint32_t addrs[] = {kLo};
+  Gid addrs6[] = {loopback6()};
+  auto dp = UdpDatapath::create(cfg_on(port, true), addrs, addrs6);
+  if (!dp) {
+    WARN("skipped: no IPv6 on this host: " << dp.error().message);
+    return;
+  }
+  auto& d = **dp;
+  const uint32_t kQpn = 0x00abcd;
+  const std::pair<uint32_t, uint16_t> sends[] = {{0x12345, static_cast<uint16_t>(port + 1)},
+                                                 {0xfffff, static_cast<uint16_t>(port + 1)},
+                                                 {0, static_cast<uint16_t>(port + 1)},
+                                                 {0, static_cast<uint16_t>(port + 2)}};
+  std::vector<std::vector<std::byte>> keep;
+  auto got = send_v6(d, port, sends, kQpn, keep);
+  REQUIRE(got.size() == 4);
+  CHECK(got[0].meta.flow_label == 0x12345);
+  CHECK(got[1].meta.flow_label == 0xfffff);
+  const uint32_t d1 = UdpDatapath::derive_flow_label(kQpn, static_cast<uint16_t>(port + 1));
+  const uint32_t d2 = UdpDatapath::derive_flow_label(kQpn, static_cast<uint16_t>(port + 2));
+  CHECK(got[2].meta.flow_label == d1);
+  CHECK(got[3].meta.flow_label == d2);
+  CHECK(d1 != d2);  // a label per lane, as the source port is
+  for (const auto& p : got) {
+    CHECK(p.meta.hop_limit == 9);
+    CHECK(p.meta.src == loopback6());
+  }
+  CHECK(got[0].meta.src_port == port + 1);
+  CHECK(got[3].meta.src_port == port + 2);
+  CHECK(d.flow_label_refused() == 0);
+  CHECK(d.stats().tx_errors == 0);
+  // The lanes' table holds the IPv6 source address (`sroce lanes`'s LOCAL column).
+  REQUIRE(d.port_stats().size() == 2);
+  CHECK(d.port_stats()[0].local == loopback6());
+  CHECK(d.port_stats()[0].port == port + 1);
+  CHECK(d.stats_json().find("\"flow_label_refused\":0") != std::string::npos);
+}
+
+TEST_CASE("the derived flow label is 20 bits, never 0, and spreads QPs and lanes", "[datapath]") {
+  std::set<uint32_t> seen;
+  for (uint32_t qpn = 1; qpn <= 64; ++qpn)
+    for (uint16_t sport = 49152; sport < 49152 + 16; ++sport) {
+      const uint32_t l = UdpDatapath::derive_flow_label(qpn, sport);
+      CHECK(l != 0);
+      CHECK(l <= 0xfffff);
+      seen.insert(l);
+    }
+  CHECK(seen.size() >= 1020);  // 1024 pairs: next to no collisions in 2^20 labels
+  CHECK(UdpDatapath::derive_flow_label(0x1000000 | 5, 7) == UdpDatapath::derive_flow_label(5, 7));  // 24-bit QPN
+}
+
+// Once a socket of the namespace holds an exclusive flow-label lease, Linux refuses every send
+// that names an unleased label (EINVAL). The datapath must then resend without a label (the
+// kernel's automatic one) and keep delivering. Run in a network namespace of its own (one
+// thread's: unshare(CLONE_NEWNET) moves only the calling thread), so the lease touches nothing
+// else; needs CAP_SYS_ADMIN and is skipped without.
+TEST_CASE("IPv6: with an exclusive flow-label lease in the namespace, sends fall back to automatic labels",
+          "[datapath]") {
+  struct Outcome {
+    std::string skip;
+    size_t got = 0;
+    uint32_t labels[3] = {};
+    uint64_t refused = 0, tx_errors = 0;
+    bool named_after = true;
+  } o;
+  std::thread t([&o] {
+    if (unshare(CLONE_NEWNET) != 0) {
+      o.skip = std::string("unshare(CLONE_NEWNET): ") + strerror(errno);
+      return;
+    }
+    int s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    ioctl(s, SIOCGIFFLAGS, &ifr);
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0) {
+      o.skip = std::string("lo up: ") + strerror(errno);
+      close(s);
+      return;
+    }
+    // An exclusive lease of label 0x777 towards ::1 (a lease names a destination).
+    in6_flowlabel_req req{};
+    req.flr_dst = in6addr_loopback;
+    req.flr_label = htonl(0x777);
+    req.flr_action = IPV6_FL_A_GET;
+    req.flr_share = IPV6_FL_S_EXCL;
+    req.flr_flags = IPV6_FL_F_CREATE;
+    if (setsockopt(s, IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, &req, sizeof req) != 0) {
+      o.skip = std::string("exclusive flow-label lease: ") + strerror(errno);
+      close(s);
+      return;
+    }
+    const uint16_t port = static_cast<uint16_t>(10000 + (getpid() + 19) % 9000);
+    uint32_t addrs[] = {kLo};
+    Gid addrs6[] = {loopback6()};
+    auto dp = UdpDatapath::create(cfg_on(port, true), addrs, addrs6);
+    if (!dp) {
+      o.skip = dp.error().message;
+      close(s);
+      return;
+    }
+    const std::pair<uint32_t, uint16_t> sends[] = {{0x12345, static_cast<uint16_t>(port + 1)},
+                                                   {0x12345, static_cast<uint16_t>(port + 1)},
+                                                   {0, static_cast<uint16_t>(port + 2)}};
+    std::vector<std::vector<std::byte>> keep;
+    std::vector<RxPacket> got;
+    // send_v6 uses REQUIRE: not from this thread. The same steps, checked by the caller.
+    PacketMeta m;
+    m.src = m.dst = loopback6();
+    m.dst_port = port;
+    m.hop_limit = 9;
+    for (auto [label, sport] : sends) {
+      auto buf = (*dp)->tx_buffer();
+      if (buf.size() < 64) break;
+      memset(buf.data(), 0, 64);
+      m.flow_label = label;
+      m.src_port = sport;
+      (*dp)->tx_commit(64, m);
+      (*dp)->tx_flush();
+      for (int i = 0; i < 20; ++i) {  // let this send complete (and be resent) before the next
+        (*dp)->poll();
+        (*dp)->tx_flush();
+        usleep(500);
+      }
+    }
+    std::vector<RxPacket> burst(16);
+    for (int i = 0; i < 2000 && o.got < 3; ++i) {
+      (*dp)->poll();
+      (*dp)->tx_flush();
+      size_t n = (*dp)->rx_burst(burst);
+      for (size_t k = 0; k < n && o.got < 3; ++k) o.labels[o.got++] = burst[k].meta.flow_label;
+      if (n == 0) usleep(500);
+    }
+    o.refused = (*dp)->flow_label_refused();
+    o.tx_errors = (*dp)->stats().tx_errors;
+    o.named_after = (*dp)->stats_json().find("\"flow_labels_named\":true") != std::string::npos;
+    dp->reset();
+    close(s);
+  });
+  t.join();
+  if (!o.skip.empty()) {
+    WARN("skipped: " << o.skip);
+    return;
+  }
+  CHECK(o.got == 3);         // nothing lost: the refused send went again, unlabelled
+  CHECK(o.refused == 1);     // only the first labelled send was refused; later ones name none
+  CHECK(o.tx_errors == 0);
+  CHECK_FALSE(o.named_after);
+  for (uint32_t l : o.labels) CHECK(l != 0x12345);  // the kernel's automatic labels
 }

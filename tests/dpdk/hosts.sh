@@ -1,6 +1,6 @@
 #!/bin/bash
 # Two hosts for the DPDK datapath tests: network namespaces h1 and h2 joined by a veth pair
-# (10.78.0.1/24 and 10.78.0.2/24, MTU 3000: the af_xdp PMD's mbufs hold one page, so frames
+# (10.78.0.1/24 and 10.78.0.2/24, fd78::1/64 and fd78::2/64, MTU 3000: the af_xdp PMD's mbufs hold one page, so frames
 # stay under ~3.4 KB and both ends agree on a RoCE MTU of 2048), each with its own sroced.
 #
 #   hosts.sh up STATE_DIR BIN_DIR KIND1 KIND2   create both hosts, start both daemons; KIND is
@@ -22,6 +22,7 @@ shift 2
 tag=$(echo -n "$state" | md5sum | cut -c1-6)
 ns() { echo "srdp-$tag-$1"; }
 addr() { [ "$1" = h1 ] && echo 10.78.0.1 || echo 10.78.0.2; }
+addr6() { [ "$1" = h1 ] && echo fd78::1 || echo fd78::2; }
 dev() { [ "$1" = h1 ] && echo "sd${tag}a" || echo "sd${tag}b"; }
 
 daemon_argv() {  # HOST: the sroced command line for HOST, one word a line
@@ -87,6 +88,8 @@ case $cmd in
       ip -n "$(ns "$h")" link set lo up
       ip -n "$(ns "$h")" link set "$(dev "$h")" mtu 3000 up
       ip -n "$(ns "$h")" addr add "$(addr "$h")/24" dev "$(dev "$h")"
+      # GID 1: RoCEv2 over IPv6 (nodad: usable at once, and it answers neighbour solicitations).
+      ip -n "$(ns "$h")" addr add "$(addr6 "$h")/64" dev "$(dev "$h")" nodad
     done
     start_daemon h1 && start_daemon h2 || { down; exit 1; }
     ;;

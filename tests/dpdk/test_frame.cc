@@ -186,3 +186,104 @@ TEST_CASE("MAC addresses pack into one word and back", "[frame]") {
   CHECK(MacAddr::unpack(m.packed()) == m);
   CHECK(MacAddr::unpack(0).packed() == 0);
 }
+
+// IPv6 framing (not used by the datapath yet; docs/dpdk.md).
+namespace {
+TxAddr6 addr6() {
+  TxAddr6 a;
+  a.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 0x02}};
+  a.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 0x01}};
+  inet_pton(AF_INET6, "fd78::1", a.src);
+  inet_pton(AF_INET6, "fd78::2", a.dst);
+  a.sport = 49152 + 9;
+  a.dport = 4791;
+  a.tclass = 0x62;
+  a.flow_label = 0x12345;
+  a.hop_limit = 7;
+  return a;
+}
+
+std::vector<uint8_t> frame6(size_t n, const TxAddr6& a) {
+  std::vector<uint8_t> f(kFrameHeaders6 + n);
+  for (size_t i = 0; i < n; ++i) f[kFrameHeaders6 + i] = static_cast<uint8_t>(i * 5 + 3);
+  sroce_icrc_addr ia{};
+  memcpy(ia.src_gid, a.src, 16);
+  memcpy(ia.dst_gid, a.dst, 16);
+  ia.src_port = a.sport;
+  ia.dst_port = a.dport;
+  sroce_icrc_put(f.data() + kFrameHeaders6 + n - 4, sroce_icrc_payload(&ia, f.data() + kFrameHeaders6, n - 4));
+  write_headers6(f.data(), a, static_cast<uint16_t>(n));
+  return f;
+}
+
+// RFC 8200 8.1 / RFC 768, written here from the definition: the one's-complement sum of the
+// pseudo-header (addresses, UDP length, next header 17) and the UDP datagram is 0xffff.
+uint16_t udp6_sum(const std::vector<uint8_t>& f) {
+  const uint8_t* ip = f.data() + kEthHeader;
+  const size_t ulen = be16(ip + 4);
+  uint32_t sum = 0;
+  for (size_t i = 8; i < 40; i += 2) sum += be16(ip + i);
+  sum += static_cast<uint32_t>(ulen) + 17;
+  const uint8_t* u = ip + 40;
+  for (size_t i = 0; i + 1 < ulen; i += 2) sum += be16(u + i);
+  if (ulen & 1) sum += uint32_t{u[ulen - 1]} << 8;
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+}  // namespace
+
+TEST_CASE("IPv6 headers: traffic class, flow label, hop limit, a valid UDP checksum, the engine's ICRC",
+          "[frame]") {
+  for (size_t n : {size_t{64}, size_t{1024 + 12}, size_t{333}}) {
+    TxAddr6 a = addr6();
+    auto f = frame6(n, a);
+    CHECK(be16(&f[12]) == 0x86dd);
+    const uint8_t* ip = &f[kEthHeader];
+    CHECK(ip[0] >> 4 == 6);
+    CHECK(((ip[0] & 0xf) << 4 | ip[1] >> 4) == 0x62);
+    CHECK(((ip[1] & 0xf) << 16 | ip[2] << 8 | ip[3]) == 0x12345);
+    CHECK(be16(ip + 4) == 8 + n);
+    CHECK(ip[6] == 17);
+    CHECK(ip[7] == 7);
+    CHECK(be16(ip + 40 + 6) != 0);  // never 0 over IPv6
+    CHECK(udp6_sum(f) == 0xffff);
+    uint32_t recomputed = 0;
+    REQUIRE(sroce_icrc_ip(ip, f.size() - kEthHeader - 4, &recomputed) == 0);
+    CHECK(recomputed == sroce_icrc_get(f.data() + f.size() - 4));
+  }
+}
+
+TEST_CASE("parse_frame6 returns the payload and the GRH fields, refuses the rest with its reason", "[frame]") {
+  TxAddr6 a = addr6();
+  auto good = frame6(200, a);
+  good.insert(good.end(), 5, uint8_t{0xee});  // trailer ignored
+  RxFrame6 r;
+  REQUIRE(parse_frame6(good, 4791, r) == RxVerdict::kOk);
+  CHECK(memcmp(r.src, a.src, 16) == 0);
+  CHECK(memcmp(r.dst, a.dst, 16) == 0);
+  CHECK(r.sport == a.sport);
+  CHECK(r.dport == 4791);
+  CHECK(r.tclass == 0x62);
+  CHECK(r.flow_label == 0x12345);
+  CHECK(r.hop_limit == 7);
+  CHECK(r.payload_off == kFrameHeaders6);
+  CHECK(r.payload_len == 200);
+  RxFrame r4;
+  CHECK(parse_frame(good, 4791, false, r4) == RxVerdict::kNotIpv4);  // the IPv4 parser leaves it
+  auto v4 = frame(64, addr());
+  CHECK(parse_frame6(v4, 4791, r) == RxVerdict::kNotIpv4);
+  auto bad = good;
+  bad[kEthHeader] = 0x45;  // version 4 behind an IPv6 EtherType
+  CHECK(parse_frame6(bad, 4791, r) == RxVerdict::kNotIpv4);
+  bad = good;
+  bad[kEthHeader + 6] = 0;  // hop-by-hop options header
+  CHECK(parse_frame6(bad, 4791, r) == RxVerdict::kNotRoce);
+  CHECK(parse_frame6(good, 4792, r) == RxVerdict::kNotRoce);
+  bad = good;
+  bad.resize(kFrameHeaders6 + 100);  // truncated
+  CHECK(parse_frame6(bad, 4791, r) == RxVerdict::kLength);
+  bad = good;
+  bad[kEthHeader + 40 + 5] ^= 1;  // UDP length disagrees
+  CHECK(parse_frame6(bad, 4791, r) == RxVerdict::kLength);
+  CHECK(parse_frame6(std::span<const uint8_t>(good.data(), 20), 4791, r) == RxVerdict::kLength);
+}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -106,4 +107,36 @@ TEST_CASE("a reader racing the resolver sees whole MACs only", "[neighbour]") {
   writer.join();
   CHECK(seen > 0);
   CHECK(torn == 0);
+}
+
+TEST_CASE("IPv6 destinations get stable handles in 240.0.0.0/4 that carry their address", "[neighbour]") {
+  NeighbourTable t(16);
+  uint8_t a[16] = {0xfd, 0x78}, b[16] = {0xfd, 0x78};
+  a[15] = 1;
+  b[15] = 2;
+  const uint32_t ha = t.handle6(a), hb = t.handle6(b);
+  CHECK(NeighbourTable::is_handle6(ha));
+  CHECK(NeighbourTable::is_handle6(hb));
+  CHECK(ha != hb);
+  CHECK(t.handle6(a) == ha);  // the same address, the same handle
+  CHECK(memcmp(t.key6(ha), a, 16) == 0);
+  CHECK(memcmp(t.key6(hb), b, 16) == 0);
+  CHECK_FALSE(NeighbourTable::is_handle6(0x0a4e0001));  // 10.78.0.1
+  // The handle is a key like an IPv4 address: a miss makes it wanted, the resolver sets it.
+  MacAddr m;
+  CHECK_FALSE(t.lookup(ha, m));
+  bool wanted = false;
+  t.for_each([&](uint32_t k, bool resolved, bool) { wanted = wanted || (k == ha && !resolved); });
+  CHECK(wanted);
+  CHECK(t.set(ha, MacAddr{{2, 0, 0, 0, 0, 0x61}}));
+  REQUIRE(t.lookup(ha, m));
+  CHECK(m.b[5] == 0x61);
+  // Full: 16 slots of addresses, then 0 (no handle: the packet cannot be resolved).
+  for (int i = 3; i <= 16; ++i) {
+    uint8_t c[16] = {0xfd, 0x78};
+    c[15] = static_cast<uint8_t>(i);
+    CHECK(t.handle6(c) != 0);
+  }
+  uint8_t d[16] = {0xfd, 0x79};
+  CHECK(t.handle6(d) == 0);
 }

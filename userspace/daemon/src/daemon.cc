@@ -11,6 +11,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -55,6 +56,40 @@ uint32_t netdev_mtu(const std::string& dev) {
   if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0) mtu = static_cast<uint32_t>(ifr.ifr_mtu);
   if (fd >= 0) close(fd);
   return mtu;
+}
+
+// The node GUID, as the bytes ibv_devinfo shows (big-endian in the uint64): EUI-64 from the
+// netdev's MAC (flip the universal/local bit, ff:fe in the middle), as rxe and RoCE NICs
+// derive theirs, so a host with IPv6 addresses only has one too. Without a MAC (loopback,
+// device.addresses without a netdev): a locally administered EUI-64 built from the first
+// address, IPv4 before IPv6 (the bytes sroced used before the MAC rule, for IPv4).
+uint64_t node_guid_be(const std::string& netdev, std::span<const uint32_t> v4, std::span<const Gid> v6) {
+  uint8_t mac[6] = {};
+  if (!netdev.empty()) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", netdev.c_str());
+    if (fd >= 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+    if (fd >= 0) close(fd);
+  }
+  uint8_t g[8] = {};
+  if (std::any_of(std::begin(mac), std::end(mac), [](uint8_t b) { return b != 0; })) {
+    const uint8_t e[8] = {static_cast<uint8_t>(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+    memcpy(g, e, 8);
+  } else {
+    uint32_t a = 0;
+    if (!v4.empty()) {
+      a = v4[0];
+    } else if (!v6.empty()) {
+      for (int i = 0; i < 16; ++i) a = a * 0x01000193u ^ v6[0].raw[i];  // FNV-1a-like fold of the 128 bits
+    }
+    const uint8_t e[8] = {0xfe, static_cast<uint8_t>(a), static_cast<uint8_t>(a >> 8), static_cast<uint8_t>(a >> 16),
+                          static_cast<uint8_t>(a >> 24), 0, 0, 0x02};
+    memcpy(g, e, 8);
+  }
+  uint64_t out;
+  memcpy(&out, g, 8);
+  return out;
 }
 
 }  // namespace
@@ -110,6 +145,15 @@ Result<void> Daemon::start() {
     }
     netdev_ = cfg_.device.netdev;
   }
+  if (cfg_.device.ipv6 && netdev_.empty() && cfg_.device.addresses.empty()) {
+    // No interface with IPv4: the first one that is up, not loopback and has a global IPv6 address.
+    for (ifaddrs* i = ifs; i && netdev_.empty(); i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6) continue;
+      if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+      const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr);
+      if (!IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) netdev_ = i->ifa_name;
+    }
+  }
   if (cfg_.device.ipv6 && !netdev_.empty()) {
     for (ifaddrs* i = ifs; i; i = i->ifa_next) {
       if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 || netdev_ != i->ifa_name) continue;
@@ -121,10 +165,12 @@ Result<void> Daemon::start() {
     }
   }
   freeifaddrs(ifs);
-  if (addrs_.empty()) {
+  // A host with IPv6 addresses only serves them (GID 0 is then the first IPv6 address).
+  if (addrs_.empty() && addrs6_.empty()) {
+    const char* what = cfg_.device.ipv6 ? "an IPv4 or a non-link-local IPv6 address" : "an IPv4 address";
     if (cfg_.device.netdev.empty())
-      return Error{ENODEV, "no interface is up with an IPv4 address (set device.netdev or device.addresses)"};
-    return Error{ENODEV, fmt::format("device.netdev: interface \"{}\" has no IPv4 address", cfg_.device.netdev)};
+      return Error{ENODEV, fmt::format("no interface is up with {} (set device.netdev or device.addresses)", what)};
+    return Error{ENODEV, fmt::format("device.netdev: interface \"{}\" has no {}", cfg_.device.netdev, what)};
   }
   for (uint32_t a : addrs_) gids_.push_back(Gid::from_ipv4(a));
   for (const Gid& g : addrs6_) gids_.push_back(g);
@@ -134,7 +180,7 @@ Result<void> Daemon::start() {
   // backend's mbufs), and the engine's port MTU must respect that.
   if (cfg_.datapath.kind == "dpdk") {
 #ifdef SROCE_HAVE_DPDK
-    auto dp = dpdk::create_datapath(cfg_, netdev_, addrs_);
+    auto dp = dpdk::create_datapath(cfg_, netdev_, addrs_, addrs6_);
     if (!dp) return dp.error();
     dp_ = std::move(*dp);
 #else
@@ -205,9 +251,8 @@ Result<void> Daemon::start() {
   env.netdev_mtu = mtu_;
   env.extra_header_bytes = cfg_.engine.lossy ? SROCE_LEH_LEN : 0;
   env.netdev = netdev_;
-  env.datapath_ipv6 = cfg_.datapath.kind != "dpdk" && !addrs6_.empty();
-  // A stable node GUID from the first address (EUI-64 style, locally administered).
-  env.node_guid = (0x02ull << 56) | (uint64_t{addrs_[0]} << 8) | 0xfe;
+  env.datapath_ipv6 = !addrs6_.empty();
+  env.node_guid = node_guid_be(netdev_, addrs_, addrs6_);
   env.watch = [this](int fd, uint64_t k) { watch(fd, k); };
   env.unwatch = [this](int fd) { unwatch(fd); };
   env.stats_json = [this](uint32_t what) { return stats_json(what); };
@@ -381,7 +426,7 @@ std::string Daemon::stats_json(uint32_t) const {
   json lanes = json::array();
   for (const auto& p : dp_->port_stats())
     lanes.push_back({{"sport", p.port},
-                     {"local", ipv4_str(p.local_addr)},
+                     {"local", p.local.is_ipv4() ? ipv4_str(p.local.ipv4()) : gid_str(p.local)},
                      {"tx_packets", p.tx_packets},
                      {"tx_bytes", p.tx_bytes},
                      {"tx_sends", p.tx_sends}});

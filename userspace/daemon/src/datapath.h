@@ -37,10 +37,19 @@ struct DatapathStats {
   uint64_t tx_port_errors = 0;  // lane ports that could not be bound (sent from the rx port)
 };
 
+// The IPv6 flow label a packet gets when its address vector says 0: a 20-bit hash of the
+// BTH's destination QP and the lane's source port, never 0 (both datapaths; the reasons in
+// udp_datapath.cc and docs/sroced.md).
+inline uint32_t derive_flow_label(uint32_t dqpn, uint16_t sport) {
+  const uint64_t v = ((uint64_t{dqpn & 0xffffff} << 16) | sport) * 0x9e3779b97f4a7c15ull;
+  const uint32_t label = static_cast<uint32_t>(v >> 44) & 0xfffff;
+  return label != 0 ? label : 1;
+}
+
 // Counters of one lane source port as the datapath saw it.
 struct PortStats {
   uint16_t port = 0;
-  uint32_t local_addr = 0;  // host order IPv4
+  Gid local{};  // the lane's source address (IPv4-mapped for IPv4)
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;
   uint64_t tx_sends = 0;

@@ -3,7 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <linux/in6.h>  // after netinet/in.h: IPV6_FLOWLABEL_MGR, in6_flowlabel_req
+#include <linux/in6.h>  // after netinet/in.h: IPV6_FLOWINFO_SEND
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <sys/eventfd.h>
@@ -13,6 +13,8 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace sroce::daemon {
 
@@ -153,7 +155,6 @@ Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs, std::span<
   ports_.resize(cfg_.max_tx_ports + 2);
   port_fd_.assign(cfg_.max_tx_ports + 2, -1);
   port_src_.assign(cfg_.max_tx_ports + 2, Gid{});
-  port_label_.assign(cfg_.max_tx_ports + 2, 0);
   fallback_port_ = static_cast<int>(cfg_.max_tx_ports);
   ports_[fallback_port_].port = cfg_.port;
   port_fd_[fallback_port_] = rx_fd_;
@@ -300,6 +301,19 @@ bool UdpDatapath::reap() {
         }
       } else if ((ud & ~0xffffffffull) == kTxTag) {
         TxSlot& s = tx_[idx];
+        if (res == -EINVAL && s.labelled) {
+          // A named flow label refused: an exclusive lease exists in this namespace
+          // (fl6_sock_lookup). Resend without a label; the ICRC masks the label
+          // (A17.4.5.2), so the packets stay valid, only label-hashing paths change.
+          if (!flow_labels_refused_)
+            spdlog::warn("sroced: the kernel refuses chosen IPv6 flow labels (EINVAL: a socket holds an "
+                         "exclusive label lease); IPv6 packets leave with automatic labels from now on");
+          flow_labels_refused_ = true;
+          ++flow_label_refused_;
+          --tx_inflight_;
+          tx_queued_[tx_queued_count_++] = idx;
+          continue;
+        }
         if (res < 0) {
           stats_.tx_errors += s.nsegs;
         } else {
@@ -388,26 +402,16 @@ int UdpDatapath::open_socket6(const Gid& src, uint16_t sport) {
   return fd;
 }
 
-// IBA's GRH flow label (Annex A17.4.5.1: the IPv6 flow label) is the AV's. Linux sends a
-// chosen label only from a socket that leased it (IPV6_FLOWLABEL_MGR); a lease is taken the
-// first time a lane socket sends with that label. A refused lease (label held exclusively
-// elsewhere, stateless-range policy) leaves the kernel's automatic label: the ICRC masks the
-// flow label anyway (A17.4.5.2), so only the path choice of a label-hashing fabric changes.
-void UdpDatapath::lease_flow_label(uint32_t pi, uint32_t label) {
-  if (label == 0 || port_label_[pi] == label) return;
-  in6_flowlabel_req req{};
-  req.flr_label = htonl(label & 0xfffff);
-  req.flr_action = IPV6_FL_A_GET;
-  req.flr_flags = IPV6_FL_F_CREATE;
-  req.flr_share = IPV6_FL_S_ANY;
-  req.flr_linger = 1;
-  req.flr_expires = 0;
-  req.flr_dst = in6addr_any;
-  if (setsockopt(port_fd_[pi], IPPROTO_IPV6, IPV6_FLOWLABEL_MGR, &req, sizeof req) == 0) {
-    port_label_[pi] = label;
-  } else {
-    ++flow_label_refused_;
-  }
+// The flow label an address vector of label 0 gets on the wire: a 20-bit hash of the
+// destination QP (BTH) and the lane's source port, never 0. IBA Annex A17 asks that a zero
+// flow label be replaced by one derived from the QPNs, so a fabric that hashes (source,
+// destination, flow label) still tells flows apart; Linux does it with the product of both
+// QPNs (rdma_calc_flow_label, mlx5 for RC) and derives the UDP source port from the label.
+// Here the source port is the lane (the engine sprays a QP over several), so the label
+// follows the lane too: a label-hashing fabric then spreads the lanes as a port-hashing one
+// does. The destination QPN stands for the pair: the source QPN is not in the packet.
+uint32_t UdpDatapath::derive_flow_label(uint32_t dqpn, uint16_t sport) {
+  return daemon::derive_flow_label(dqpn, sport);  // datapath.h: the DPDK datapath uses it too
 }
 
 int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
@@ -451,9 +455,8 @@ int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
   size_t i = port_count_++;
   ports_[i] = PortStats{};
   ports_[i].port = sport;
-  ports_[i].local_addr = v4 ? src.ipv4() : 0;  // PortStats is IPv4-only; port_src_ has it all
+  ports_[i].local = src;
   port_src_[i] = src;
-  port_label_[i] = 0;
   port_fd_[i] = fd;
   size_t mask = port_hash_.size() - 1;
   size_t h = hash_port(src, sport, mask);
@@ -531,8 +534,17 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     ++stats_.tx_errors;
     return;
   }
+  uint32_t label = 0;
+  if (!v4) {
+    label = meta.flow_label & 0xfffff;
+    if (label == 0 && len >= 8) {
+      // RoCEv2's UDP payload starts with the BTH; DestQP is bytes 5-7 (IBA 9.2).
+      const auto* b = reinterpret_cast<const uint8_t*>(tx_[tx_write_].buf.get() + tx_[tx_write_].len);
+      label = derive_flow_label((uint32_t{b[5]} << 16) | (uint32_t{b[6]} << 8) | b[7], meta.src_port);
+    }
+  }
   TxKey key{meta.src, meta.dst, meta.src_port, meta.dst_port, meta.traffic_class,
-            static_cast<uint8_t>(v4 ? 0 : meta.hop_limit), v4 ? 0u : (meta.flow_label & 0xfffff)};
+            static_cast<uint8_t>(v4 ? 0 : meta.hop_limit), label};
   const int wi = tx_write_;
   TxSlot& w = tx_[wi];
   const std::byte* src = w.buf.get() + w.len;  // where the engine wrote it
@@ -574,7 +586,6 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     ++stats_.tx_port_errors;
     pi = v4 ? fallback_port_ : fallback6_port_;
   }
-  if (!v4) lease_flow_label(static_cast<uint32_t>(pi), key.flow_label);
   t.key = key;
   t.seg = static_cast<uint32_t>(len);
   t.len = len;
@@ -599,6 +610,7 @@ void UdpDatapath::send_queued() {
     TxSlot& s = tx_[idx];
     const bool v4 = s.key.dst.is_ipv4();
     s.to = {};
+    s.labelled = false;
     if (v4) {
       sockaddr_in to4{};
       to4.sin_family = AF_INET;
@@ -609,9 +621,12 @@ void UdpDatapath::send_queued() {
       s.to.sin6_family = AF_INET6;
       s.to.sin6_port = htons(s.key.dport);
       s.to.sin6_addr = to_in6(s.key.dst);
-      // Only a leased label may be named; else 0 = the kernel's automatic one.
-      if (s.key.flow_label != 0 && port_label_[s.port_index] == s.key.flow_label)
-        s.to.sin6_flowinfo = htonl(s.key.flow_label);
+      // The GRH's flow label (A17.4.5.1), named in sin6_flowinfo (the sockets have
+      // IPV6_FLOWINFO_SEND). Linux accepts an unleased label as long as no socket of the
+      // namespace holds an exclusive lease; once one does, such sends fail with EINVAL and
+      // reap() resends them unlabelled (the kernel's automatic label) from then on.
+      s.labelled = !flow_labels_refused_;
+      if (s.labelled) s.to.sin6_flowinfo = htonl(s.key.flow_label);
     }
     s.iov = {s.buf.get(), s.len};
     s.msg = {};
@@ -668,6 +683,11 @@ bool UdpDatapath::poll() {
   bool p = reap();
   submit();
   return p;
+}
+
+std::string UdpDatapath::stats_json() const {
+  return nlohmann::json{{"flow_label_refused", flow_label_refused_}, {"flow_labels_named", !flow_labels_refused_}}
+      .dump();
 }
 
 bool UdpDatapath::has_pending() { return rx_ready_count_ > 0 || io_uring_cq_ready(&ring_) > 0; }

@@ -11,7 +11,8 @@
 //    unconnected socket, identification 0, which the ICRC assumes
 //    (proto/icrc.h); for IPv6 (Annex A17.4.5.1: the GRH becomes the IPv6
 //    header) IPV6_PMTUDISC_DO, traffic class and hop limit as cmsgs per send,
-//    the flow label through a lease on the socket (IPV6_FLOWLABEL_MGR);
+//    the flow label in sin6_flowinfo (IPV6_FLOWINFO_SEND; derive_flow_label()
+//    for an address vector whose label is 0);
 //  * packets of one burst with the same (source, destination, source port,
 //    TOS) and size are packed into one buffer, in order, and sent with one
 //    sendmsg carrying UDP_SEGMENT (GSO); a shorter packet may end a batch.
@@ -58,6 +59,10 @@ class UdpDatapath final : public Datapath {
 
   uint16_t bound_port() const { return cfg_.port; }
   uint64_t flow_label_refused() const { return flow_label_refused_; }
+  std::string stats_json() const override;
+
+  // The IPv6 flow label of a packet whose address vector says 0 (see the .cc).
+  static uint32_t derive_flow_label(uint32_t dqpn, uint16_t sport);
 
   // Largest UDP payload of one GSO send (65535 - IPv4 - UDP headers).
   static constexpr size_t kGsoMaxBytes = 65535 - 20 - 8;
@@ -99,6 +104,7 @@ class UdpDatapath final : public Datapath {
     uint32_t nsegs = 0;
     bool closed = false;   // a shorter final segment was added, or full
     uint32_t port_index = 0;
+    bool labelled = false;  // the send named key.flow_label (IPv6)
   };
 
   explicit UdpDatapath(const Config::Datapath& cfg);
@@ -110,7 +116,6 @@ class UdpDatapath final : public Datapath {
   int open_tx_port(const Gid& src, uint16_t sport);  // index into ports_, or -1
   int find_tx_port(const Gid& src, uint16_t sport);
   int open_socket6(const Gid& src, uint16_t sport);
-  void lease_flow_label(uint32_t port_index, uint32_t label);
   bool slot_can_append(const TxSlot& s) const;
   void close_slot(uint32_t open_index);  // queue (or free, if empty) tx_open_[i]
   int open_slot();                       // a fresh batch from the free list
@@ -153,9 +158,9 @@ class UdpDatapath final : public Datapath {
   std::vector<uint32_t> local_addrs_;
   std::vector<Gid> local_addrs6_;
   std::vector<Gid> port_src_;          // per ports_ entry: its source address
-  std::vector<uint32_t> port_label_;   // per ports_ entry: the flow label leased last
   int fallback6_port_ = -1;            // the IPv6 socket's entry, like fallback_port_
-  uint64_t flow_label_refused_ = 0;    // leases the kernel refused (automatic label used)
+  uint64_t flow_label_refused_ = 0;    // labelled sends the kernel refused (resent unlabelled)
+  bool flow_labels_refused_ = false;   // since the first refusal: name no label
 
   DatapathStats stats_;
 };
