@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -95,9 +96,13 @@ TEST_CASE("a reader racing the resolver sees whole MACs only", "[neighbour]") {
       rounds.fetch_add(1);
     }
   });
-  // Read while the writer really runs (on a loaded machine it may start late).
+  // Read while the writer really runs: on a loaded machine the two threads may take turns on
+  // one CPU, so the writer can do all its rounds while the reader waits for its time slice.
+  // Read on until reads have seen the writer's MACs too (or 20 s: then `seen` says why).
   uint64_t seen = 0, torn = 0;
-  for (uint64_t n = 0; n < 200000 || rounds.load() < 2000; ++n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (uint64_t n = 0; n < 200000 || rounds.load() < 2000 || (seen < 1000 && std::chrono::steady_clock::now() < deadline);
+       ++n) {
     if (t.lookup(1 + n % 8, m)) {
       ++seen;
       torn += !(m == a) && !(m == b);
