@@ -58,6 +58,16 @@ $IP -6 addr add fd00::15/64 dev eth0 nodad
 
 echo "== device"
 expect "rdma link add sroce0 type sroce netdev eth0" rdma link add sroce0 type sroce netdev eth0
+# SROCE_VM_PYVERBS_ONLY=1 (run.sh's environment): only the pyverbs section, for work on it.
+if [ "${SROCE_VM_PYVERBS_ONLY:-0}" = 1 ] && [ -r /test/vm_pyverbs.sh ]; then
+	. /test/vm_pyverbs.sh
+	expect "rdma link delete sroce0" rdma link delete sroce0
+	expect "rmmod rdma_sroce" rmmod rdma_sroce
+	expect_fail "no leak reported by the module" sh -c 'dmesg | grep -q "rdma_sroce: leak"'
+	echo "SUMMARY vm_test: $checks checks, $fails failures, $(($(cut -d. -f1 /proc/uptime) - T0)) s (pyverbs only)"
+	[ "$fails" -eq 0 ]
+	exit
+fi
 expect "rdma link shows sroce0 on eth0" sh -c 'rdma link show | grep -q "sroce0/1 .*netdev eth0"'
 expect "sysfs: device/net/eth0 (the netdev's parent is ours)" test -e /sys/class/infiniband/sroce0/device/net/eth0
 expect "node GUID is eth0's EUI-64 (IBA 4.1.1)" sh -c '

@@ -143,8 +143,12 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
       if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
     }
   }
-  auto keys = engine_reg_mr(engine_, pd->second.engine, ProcessMemory::tagged(c.tag, req.addr), req.addr,
-                            req.length, req.access, req.iova);
+  // Kernel contexts are always told apart by tag: forked programs register buffers at the
+  // same virtual addresses, which the untagged fallback (memory.h) must refuse as ambiguous.
+  auto keys = c.kernel ? engine_.reg_mr_host(pd->second.engine, ProcessMemory::tagged(c.tag, req.addr),
+                                             req.length, req.access, req.iova)
+                       : engine_reg_mr(engine_, pd->second.engine, ProcessMemory::tagged(c.tag, req.addr),
+                                       req.addr, req.length, req.access, req.iova);
   if (!keys) return fail(c, "reg_mr", keys.error());
   MrObj& m = c.mrs[keys->lkey];
   m.rkey = keys->rkey;
