@@ -83,7 +83,7 @@ verbs_context_ops make_kernel_ops() {
   ops.dealloc_pd = kernel_dealloc_pd;
   ops.reg_mr = kernel_reg_mr;
   ops.dereg_mr = kernel_dereg_mr;
-  ops.rereg_mr = nullptr;  // the module answers EOPNOTSUPP (docs/kmod.md)
+  ops.rereg_mr = kernel_rereg_mr;
   ops.create_ah = kernel_create_ah;
   ops.destroy_ah = kernel_destroy_ah;
   return ops;

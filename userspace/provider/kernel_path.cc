@@ -183,6 +183,29 @@ ibv_mr* kernel_reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, 
   return &mr->vmr.ibv_mr;
 }
 
+// ibv_rereg_mr: the uverbs command; the module registers anew and ib_uverbs puts the new MR
+// under the old handle, so the keys may change (ibv_cmd_rereg_mr stores them in the MR).
+int kernel_rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  int requested = vmr->access & ~IBV_ACCESS_OPTIONAL_RANGE;
+  if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+    if (int err = check_access(access, &requested); err != 0) {
+      errno = err;
+      return err;
+    }
+  }
+  CmdBuf<ib_uverbs_rereg_mr> cmd;
+  ib_uverbs_rereg_mr_resp resp{};
+  uint64_t iova = (requested & IBV_ACCESS_ZERO_BASED) ? 0 : reinterpret_cast<uintptr_t>(addr);
+  int err = ibv_cmd_rereg_mr(vmr, static_cast<uint32_t>(flags), addr, length, iova, requested, pd,
+                             cmd.bytes, sizeof(cmd.bytes), &resp, sizeof(resp));
+  if (err != 0) {
+    errno = err;
+    return err;
+  }
+  if (flags & IBV_REREG_MR_CHANGE_ACCESS) vmr->access = access;
+  return 0;
+}
+
 int kernel_dereg_mr(verbs_mr* vmr) {
   int err = ibv_cmd_dereg_mr(vmr);
   if (err == 0) delete reinterpret_cast<Mr*>(vmr);

@@ -223,6 +223,7 @@ ibv_pd* kernel_alloc_pd(ibv_context*);
 int kernel_dealloc_pd(ibv_pd*);
 ibv_mr* kernel_reg_mr(ibv_pd*, void*, size_t, uint64_t, int);
 int kernel_dereg_mr(verbs_mr*);
+int kernel_rereg_mr(verbs_mr*, int, ibv_pd*, void*, size_t, int);
 ibv_ah* kernel_create_ah(ibv_pd*, ibv_ah_attr*);
 int kernel_destroy_ah(ibv_ah*);
 // Create the uverbs object, map its ring(s) into the object's mapping and answer as sroced

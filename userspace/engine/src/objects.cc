@@ -193,11 +193,15 @@ Result<void> Engine::Impl::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, ui
   }
   --pds_[mr->pd].refs;
   ++pds_[p].refs;
+  const uint32_t old_access = mr->access;
   mr->pd = p;
   mr->access = acc;
   mr->addr = a;
   mr->length = len;
-  mr->iova = (acc & kAccessZeroBased) ? 0 : a;
+  // The iova follows a new translation (or a change of ZERO_BASED); otherwise it stays,
+  // which keeps an iova registered apart from the host address (reg_mr_host).
+  if ((flags & kReregTranslation) || ((acc ^ old_access) & kAccessZeroBased))
+    mr->iova = (acc & kAccessZeroBased) ? 0 : a;
   return {};
 }
 
