@@ -13,7 +13,7 @@ pyverbs_main() {
 		return 0
 	fi
 	echo "== pyverbs (rdma-core's tests) on sroce0 through sroced's kernel path"
-	budget=${SROCE_VM_PYVERBS_BUDGET:-60}
+	budget=${SROCE_VM_PYVERBS_BUDGET:-120}
 	sroced --netdev eth0 --kernel --log-level warn >/tmp/sroced.py.out 2>&1 &
 	SPY=$!
 	if ! wait_for 30 sh -c '[ "$(cat /sys/class/infiniband/sroce0/ports/1/state)" = "4: ACTIVE" ]'; then
@@ -29,6 +29,8 @@ pyverbs_main() {
 	for g in /sys/class/infiniband/sroce0/ports/1/gids/*; do
 		grep -q "0000:0000:0000:0000:0000:ffff:0a00:020f" "$g" && G=${g##*/} && break
 	done
+	# A few 2 MiB huge pages: the suite's huge-page tests skip without them.
+	echo 8 >/proc/sys/vm/nr_hugepages 2>/dev/null
 	t0=$(cut -d. -f1 /proc/uptime)
 	# Everything but the rdma_cm tests, within the budget (SROCE_VM_PYVERBS_BUDGET seconds).
 	# unittest takes module names: tests.test_X (the suite's __init__ makes `tests.` resolve).

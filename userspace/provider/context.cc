@@ -41,6 +41,7 @@ const verbs_device_ops kDeviceOps = {
 verbs_context_ops make_context_ops() {
   verbs_context_ops ops{};
   ops.alloc_pd = verb_alloc_pd;
+  ops.alloc_parent_domain = verb_alloc_parent_domain;
   ops.async_event = verb_async_event;
   ops.cq_event = verb_cq_event;
   ops.create_ah = verb_create_ah;

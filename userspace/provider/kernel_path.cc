@@ -153,6 +153,7 @@ ibv_pd* kernel_alloc_pd(ibv_context* ibctx) {
 }
 
 int kernel_dealloc_pd(ibv_pd* ibpd) {
+  if (to_pd(ibpd)->parent_domain) return verb_dealloc_pd(ibpd);  // the wrapper only
   int err = ibv_cmd_dealloc_pd(ibpd);
   if (err == 0) delete to_pd(ibpd);
   return err;
