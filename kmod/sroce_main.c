@@ -206,7 +206,18 @@ void sroce_dev_reset(struct sroce_dev *sdev)
 	dev_hold(sdev->ndev);
 	r->ndev = sdev->ndev;
 	strscpy(r->name, dev_name(&sdev->ib.dev), sizeof(r->name));
-	queue_work(sroce_wq, &r->work);
+	/* Never queued once sroce_exit destroys the workqueue. */
+	mutex_lock(&sroce_devices_lock);
+	if (!sroce_exiting) {
+		queue_work(sroce_wq, &r->work);
+		r = NULL;
+	}
+	mutex_unlock(&sroce_devices_lock);
+	if (r) {
+		dev_put(r->ndev);
+		put_device(&sdev->ib.dev);
+		kfree(r);
+	}
 }
 
 static struct rdma_link_ops sroce_link_ops = {
