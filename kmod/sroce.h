@@ -84,6 +84,7 @@ struct sroce_dev {
 	struct xarray srqs;		/* SRQ ids: user_handle of CREATE_SRQ */
 	struct sroce_qp *gsi;		/* QP1, ib_mad's; under chan_lock */
 	atomic_t port_active;		/* last port state reported */
+	atomic_t resetting;		/* a reset is queued (sroce_dev_reset) */
 	atomic64_t gsi_tx, gsi_rx, gsi_drop;
 };
 
@@ -140,6 +141,7 @@ struct sroce_mr {
 	struct ib_umem *umem;		/* NULL for the DMA MR */
 	struct sroce_ucontext *uctx;	/* NULL: the DMA MR */
 	struct sroce_region *region;
+	int access;			/* as registered; rereg keeps what it does not change */
 };
 
 /* A kernel CQ (ib_mad's): completions kept in kernel memory. */
@@ -209,6 +211,7 @@ static inline struct sroce_ucontext *sroce_uctx(struct ib_udata *udata)
 struct sroce_dev *sroce_dev_get_by_name(const char *name);
 void sroce_dev_put(struct sroce_dev *sdev);
 void sroce_dealloc_driver(struct ib_device *ib);
+void sroce_dev_reset(struct sroce_dev *sdev);
 
 /* sroce_net.c */
 int sroce_net_init(void);
@@ -272,6 +275,9 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
 
 /* sroce_cq.c */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -335,6 +335,9 @@ void sroce_daemon_gone(struct sroce_dev *sdev, struct sroce_chan *chan)
 	}
 	xa_unlock(&sdev->cqs);
 	sroce_port_update(sdev);
-	if (any || !xa_empty(&sdev->ctxs))
+	if (any || !xa_empty(&sdev->ctxs)) {
 		ib_dispatch_event(&ev);
+		/* programs still hold the device: reset it (sroce_main.c) */
+		sroce_dev_reset(sdev);
+	}
 }

@@ -6,6 +6,9 @@
 #include <linux/module.h>
 #include <linux/if_arp.h>
 #include <linux/mutex.h>
+#include <linux/rtnetlink.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <rdma/rdma_netlink.h>
 
 #include "sroce.h"
@@ -19,6 +22,8 @@ atomic_t sroce_live[SROCE_OBJ_KINDS];
 
 static LIST_HEAD(sroce_devices);
 static DEFINE_MUTEX(sroce_devices_lock);
+static bool sroce_exiting;		/* under sroce_devices_lock */
+static struct workqueue_struct *sroce_wq;	/* device resets */
 
 static struct sroce_dev *sroce_find_locked(const struct net_device *ndev)
 {
@@ -143,6 +148,78 @@ err_dealloc:
 	return err;
 }
 
+/*
+ * The reset after sroced died under programs, as an RNIC's driver recovers
+ * from a fatal error (mlx5: DEVICE_FATAL, then the device is unloaded and
+ * loaded again): unregistration disassociates the programs (ib_uverbs:
+ * their verbs fail with EIO, their mappings stay valid memory), rdma_cm
+ * tells every connection RDMA_CM_EVENT_DEVICE_REMOVAL, which is what ends
+ * a program waiting for a CM event (rping); then a fresh device of the same
+ * name comes back on the interface for the next sroced.
+ */
+struct sroce_reset {
+	struct work_struct work;
+	struct sroce_dev *sdev;		/* get_device held */
+	struct net_device *ndev;	/* dev_hold held */
+	char name[IB_DEVICE_NAME_MAX];
+};
+
+static void sroce_reset_work(struct work_struct *work)
+{
+	struct sroce_reset *r = container_of(work, struct sroce_reset, work);
+	bool again;
+	int err;
+
+	ib_unregister_device(&r->sdev->ib);
+	put_device(&r->sdev->ib.dev);
+	rtnl_lock();
+	again = r->ndev->reg_state == NETREG_REGISTERED;
+	rtnl_unlock();
+	mutex_lock(&sroce_devices_lock);
+	again = again && !sroce_exiting;
+	mutex_unlock(&sroce_devices_lock);
+	if (again) {
+		err = sroce_newlink(r->name, r->ndev);
+		if (err)
+			pr_warn("%s: %s not added again on %s after reset: %d\n",
+				SROCE_DRV_NAME, r->name, r->ndev->name, err);
+		else
+			pr_info("%s: %s reset after sroced's death\n",
+				SROCE_DRV_NAME, r->name);
+	}
+	dev_put(r->ndev);
+	kfree(r);
+}
+
+void sroce_dev_reset(struct sroce_dev *sdev)
+{
+	struct sroce_reset *r;
+
+	if (atomic_xchg(&sdev->resetting, 1))
+		return;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;
+	INIT_WORK(&r->work, sroce_reset_work);
+	get_device(&sdev->ib.dev);
+	r->sdev = sdev;
+	dev_hold(sdev->ndev);
+	r->ndev = sdev->ndev;
+	strscpy(r->name, dev_name(&sdev->ib.dev), sizeof(r->name));
+	/* Never queued once sroce_exit destroys the workqueue. */
+	mutex_lock(&sroce_devices_lock);
+	if (!sroce_exiting) {
+		queue_work(sroce_wq, &r->work);
+		r = NULL;
+	}
+	mutex_unlock(&sroce_devices_lock);
+	if (r) {
+		dev_put(r->ndev);
+		put_device(&sdev->ib.dev);
+		kfree(r);
+	}
+}
+
 static struct rdma_link_ops sroce_link_ops = {
 	.type = "sroce",
 	.newlink = sroce_newlink,
@@ -198,18 +275,25 @@ static int __init sroce_init(void)
 {
 	int err;
 
+	sroce_wq = alloc_ordered_workqueue("rdma_sroce", 0);
+	if (!sroce_wq)
+		return -ENOMEM;
 	err = sroce_chan_init();
 	if (err)
-		return err;
+		goto err_wq;
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
 	if (err) {
 		sroce_chan_exit();
-		return err;
+		goto err_wq;
 	}
 	rdma_link_register(&sroce_link_ops);
 	pr_info("%s: loaded (abi %u, kernel abi %u)\n", SROCE_DRV_NAME,
 		SROCE_ABI_VERSION, SROCE_KABI_VERSION);
 	return 0;
+
+err_wq:
+	destroy_workqueue(sroce_wq);
+	return err;
 }
 
 static void __exit sroce_exit(void)
@@ -218,6 +302,10 @@ static void __exit sroce_exit(void)
 	int i;
 
 	rdma_link_unregister(&sroce_link_ops);
+	mutex_lock(&sroce_devices_lock);
+	sroce_exiting = true;		/* a reset in flight adds nothing back */
+	mutex_unlock(&sroce_devices_lock);
+	destroy_workqueue(sroce_wq);
 	for (;;) {
 		mutex_lock(&sroce_devices_lock);
 		sdev = list_first_entry_or_null(&sroce_devices,

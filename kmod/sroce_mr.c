@@ -108,6 +108,10 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_region;
 	mr->ibmr.lkey = resp.lkey;
 	mr->ibmr.rkey = resp.rkey;
+	mr->access = access;
+	/* ib_uverbs sets these after reg_mr, not for the MR a rereg returns */
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
 	sroce_live_inc(SROCE_OBJ_MR);
 	return &mr->ibmr;
 
@@ -120,6 +124,51 @@ err_umem:
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+/*
+ * ibv_rereg_mr (IBA 11.2.8.7, "Reregister Memory Region"): a new PD or new
+ * access rights, in place, so the keys stay (peers that hold the rkey go on
+ * using it) and sroced applies the change to its MR. A new translation needs
+ * new pinned pages and a new mapping for sroced: not supported (EOPNOTSUPP),
+ * nor rights that need writable pages on a registration pinned read-only.
+ * Returning NULL tells ib_uverbs the MR changed in place.
+ */
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	struct sroce_rereg_mr req = { .lkey = ibmr->lkey, .flags = flags };
+	struct sroce_reg_mr_resp resp;
+	int err;
+
+	if (!mr->umem || (flags & IB_MR_REREG_TRANS))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (flags & IB_MR_REREG_ACCESS) {
+		if (access & ~SROCE_MR_ACCESS)
+			return ERR_PTR(-EOPNOTSUPP);
+		if (!mr->umem->writable &&
+		    (access & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			       IB_ACCESS_REMOTE_ATOMIC)))
+			return ERR_PTR(-EOPNOTSUPP);
+		req.access = access;
+	}
+	if (flags & IB_MR_REREG_PD)
+		req.pd = to_spd(pd)->handle;
+	err = sroce_ucall(mr->uctx, SROCE_OP_REREG_MR, &req, sizeof(req), NULL,
+			  0, &resp, sizeof(resp));
+	if (err)
+		return ERR_PTR(err);
+	if (resp.lkey != ibmr->lkey || resp.rkey != ibmr->rkey) {
+		/* sroced changed the keys: it is not the rereg it should be */
+		pr_warn_ratelimited("%s: rereg changed the keys of MR 0x%x\n",
+				    SROCE_DRV_NAME, ibmr->lkey);
+		return ERR_PTR(-EPROTO);
+	}
+	if (flags & IB_MR_REREG_ACCESS)
+		mr->access = access;
+	return NULL;
 }
 
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

@@ -188,6 +188,17 @@ static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 	sroce_live_dec(SROCE_OBJ_UCTX);
 }
 
+/*
+ * Unregistration under open programs (rdma link delete, rmmod, the reset
+ * after sroced's death): ib_uverbs destroys their objects through the usual
+ * destroy verbs and fails their later calls with EIO. Nothing is left to
+ * stop here: sroced learns of every destroy (or is gone), and the ring
+ * memory a program still maps holds page references of its own.
+ */
+static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct sroce_pd *pd = to_spd(ibpd);
@@ -322,6 +333,7 @@ const struct ib_device_ops sroce_dev_ops = {
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.del_gid = sroce_del_gid,
 	.dereg_mr = sroce_dereg_mr,
 	.destroy_ah = sroce_destroy_ah,
@@ -347,6 +359,7 @@ const struct ib_device_ops sroce_dev_ops = {
 	.query_qp = sroce_query_qp,
 	.query_srq = sroce_query_srq,
 	.reg_user_mr = sroce_reg_user_mr,
+	.rereg_user_mr = sroce_rereg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),

@@ -573,3 +573,34 @@ TEST_CASE("SRQ receives for its QPs", "[srq]") {
   ibv_dealloc_pd(pd);
   ibv_close_device(ctx);
 }
+
+// ibv_alloc_parent_domain: a PD wrapper whose objects belong to its protection domain
+// (libsroce never calls the allocators: its rings come from sroced).
+TEST_CASE("a parent domain stands for its protection domain", "[pd]") {
+  Pair p;
+  ibv_parent_domain_init_attr attr{};
+  errno = 0;
+  CHECK(ibv_alloc_parent_domain(p.ctx, &attr) == nullptr);  // no PD
+  CHECK(errno == EINVAL);
+  attr.pd = p.pd;
+  ibv_pd* parent = ibv_alloc_parent_domain(p.ctx, &attr);
+  REQUIRE(parent != nullptr);
+  CHECK(parent != p.pd);
+  {
+    // An MR registered through the parent is in p.pd: p.a's RDMA WRITE reaches it.
+    Buffer dst(parent, 256, kAllAccess);
+    Buffer src(p.pd, 256, kAllAccess);
+    memset(src.bytes.data(), 0x5a, 256);
+    REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, src, 256, 1, dst.addr(), dst.mr->rkey) == 0);
+    auto wc = poll_n(p.cq_a, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].status == IBV_WC_SUCCESS);
+    CHECK(dst.bytes[0] == 0x5a);
+    CHECK(dst.bytes[255] == 0x5a);
+  }
+  // Freeing the parent leaves the protection domain (~Pair deallocates it).
+  CHECK(ibv_dealloc_pd(parent) == 0);
+  ibv_pd* again = ibv_alloc_parent_domain(p.ctx, &attr);
+  REQUIRE(again != nullptr);
+  CHECK(ibv_dealloc_pd(again) == 0);
+}

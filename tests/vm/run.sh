@@ -15,7 +15,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 kver=$("$src/kmod/kver.sh")
 cache=${SROCE_VM_CACHE:-$src/build/vm/cache}
-timeout_s=${SROCE_VM_TIMEOUT:-280}
+timeout_s=${SROCE_VM_TIMEOUT:-360}
 
 echo "vm: kernel $kver"
 "$src/kmod/build.sh" "$out/kmod" "$kver" >"$out/kmod-build.log" 2>&1 || {

@@ -44,6 +44,18 @@ stop_kmock() {
 # busybox's applets win over PATH in its shell: name iproute2 explicitly.
 IP=/usr/sbin/ip
 [ -x "$IP" ] || IP="busybox ip"
+# The module resets a device whose sroced died under programs (unregister, register
+# again: docs/kmod.md, "sroced's death"): resets DEV counts them, wait_reset DEV N waits
+# for the reset after the N-th and the device being back.
+resets() { dmesg | grep -c "$1 reset after sroced's death"; }
+wait_reset() {
+	if wait_for 20 sh -c "[ \$(dmesg | grep -c \"$1 reset after sroced's death\") -gt $2 ] &&
+		test -e /sys/class/infiniband/$1/ports/1/state"; then
+		pass "$1 reset after its sroced's death and registered again"
+	else
+		fail "$1 not reset after its sroced's death"
+	fi
+}
 summary_field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" /tmp/kmock.out | tail -n1; }
 
 echo "== modules"
@@ -58,6 +70,16 @@ $IP -6 addr add fd00::15/64 dev eth0 nodad
 
 echo "== device"
 expect "rdma link add sroce0 type sroce netdev eth0" rdma link add sroce0 type sroce netdev eth0
+# SROCE_VM_PYVERBS_ONLY=1 (run.sh's environment): only the pyverbs section, for work on it.
+if [ "${SROCE_VM_PYVERBS_ONLY:-0}" = 1 ] && [ -r /test/vm_pyverbs.sh ]; then
+	. /test/vm_pyverbs.sh
+	expect "rdma link delete sroce0" rdma link delete sroce0
+	expect "rmmod rdma_sroce" rmmod rdma_sroce
+	expect_fail "no leak reported by the module" sh -c 'dmesg | grep -q "rdma_sroce: leak"'
+	echo "SUMMARY vm_test: $checks checks, $fails failures, $(($(cut -d. -f1 /proc/uptime) - T0)) s (pyverbs only)"
+	[ "$fails" -eq 0 ]
+	exit
+fi
 expect "rdma link shows sroce0 on eth0" sh -c 'rdma link show | grep -q "sroce0/1 .*netdev eth0"'
 expect "sysfs: device/net/eth0 (the netdev's parent is ours)" test -e /sys/class/infiniband/sroce0/device/net/eth0
 expect "node GUID is eth0's EUI-64 (IBA 4.1.1)" sh -c '
@@ -159,6 +181,7 @@ if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
 	# stdout is buffered, so only the processes being alive tells).
 	running=0
 	kill -0 "$S" 2>/dev/null && kill -0 "$C" 2>/dev/null && running=1
+	r0=$(resets sroce0)
 	kill -KILL "$SROCED"
 	wait "$SROCED" 2>/dev/null
 	wait "$S"
@@ -176,6 +199,7 @@ if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
 	fi
 	grep -v "address" /tmp/srv.out /tmp/cli.out | head -n 8 | sed "s/^/    /"
 	[ "$running" = 1 ] || head -n 40 /tmp/sroced.out | sed "s/^/    sroced: /"
+	wait_reset sroce0 "$r0"
 fi
 
 echo "== without sroced"
@@ -221,6 +245,7 @@ start_kmock --dev sroce0
 kverbs death >/tmp/death.out 2>&1 &
 KV=$!
 wait_for 10 test -e /tmp/kverbs.ready || fail "kverbs death did not get ready"
+r0=$(resets sroce0)
 kill -KILL "$KMOCK"
 wait "$KMOCK" 2>/dev/null
 wait "$KV"
@@ -229,6 +254,7 @@ cat /tmp/death.out
 p=$(grep -c '^PASS' /tmp/death.out); f=$(grep -c '^FAIL' /tmp/death.out)
 checks=$((checks + p + f)); fails=$((fails + f))
 [ "$rc" = 0 ] || [ "$f" -gt 0 ] || fail "kverbs death exited $rc"
+wait_reset sroce0 "$r0"
 
 echo "== sroced hangs"
 start_kmock --dev sroce0 --hang

@@ -41,6 +41,7 @@ const verbs_device_ops kDeviceOps = {
 verbs_context_ops make_context_ops() {
   verbs_context_ops ops{};
   ops.alloc_pd = verb_alloc_pd;
+  ops.alloc_parent_domain = verb_alloc_parent_domain;
   ops.async_event = verb_async_event;
   ops.cq_event = verb_cq_event;
   ops.create_ah = verb_create_ah;
@@ -83,7 +84,7 @@ verbs_context_ops make_kernel_ops() {
   ops.dealloc_pd = kernel_dealloc_pd;
   ops.reg_mr = kernel_reg_mr;
   ops.dereg_mr = kernel_dereg_mr;
-  ops.rereg_mr = nullptr;  // the module answers EOPNOTSUPP (docs/kmod.md)
+  ops.rereg_mr = kernel_rereg_mr;
   ops.create_ah = kernel_create_ah;
   ops.destroy_ah = kernel_destroy_ah;
   return ops;

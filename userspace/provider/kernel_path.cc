@@ -153,6 +153,7 @@ ibv_pd* kernel_alloc_pd(ibv_context* ibctx) {
 }
 
 int kernel_dealloc_pd(ibv_pd* ibpd) {
+  if (to_pd(ibpd)->parent_domain) return verb_dealloc_pd(ibpd);  // the wrapper only
   int err = ibv_cmd_dealloc_pd(ibpd);
   if (err == 0) delete to_pd(ibpd);
   return err;
@@ -181,6 +182,29 @@ ibv_mr* kernel_reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, 
   }
   mr->vmr.access = access;
   return &mr->vmr.ibv_mr;
+}
+
+// ibv_rereg_mr: the uverbs command; the module registers anew and ib_uverbs puts the new MR
+// under the old handle, so the keys may change (ibv_cmd_rereg_mr stores them in the MR).
+int kernel_rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  int requested = vmr->access & ~IBV_ACCESS_OPTIONAL_RANGE;
+  if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+    if (int err = check_access(access, &requested); err != 0) {
+      errno = err;
+      return err;
+    }
+  }
+  CmdBuf<ib_uverbs_rereg_mr> cmd;
+  ib_uverbs_rereg_mr_resp resp{};
+  uint64_t iova = (requested & IBV_ACCESS_ZERO_BASED) ? 0 : reinterpret_cast<uintptr_t>(addr);
+  int err = ibv_cmd_rereg_mr(vmr, static_cast<uint32_t>(flags), addr, length, iova, requested, pd,
+                             cmd.bytes, sizeof(cmd.bytes), &resp, sizeof(resp));
+  if (err != 0) {
+    errno = err;
+    return err;
+  }
+  if (flags & IBV_REREG_MR_CHANGE_ACCESS) vmr->access = access;
+  return 0;
 }
 
 int kernel_dereg_mr(verbs_mr* vmr) {

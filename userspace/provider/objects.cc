@@ -78,7 +78,36 @@ ibv_pd* verb_alloc_pd(ibv_context* ibctx) {
   return &pd->pd;
 }
 
+// A parent domain (libibverbs' ibv_alloc_parent_domain): a PD that carries a thread domain
+// and allocators for the provider's own buffers. The rings come from sroced or the module,
+// never from the program's allocators, and there are no thread domains (alloc_td is not
+// offered), so a parent domain is its protection domain under another ibv_pd.
+ibv_pd* verb_alloc_parent_domain(ibv_context* ibctx, ibv_parent_domain_init_attr* attr) {
+  constexpr uint32_t kKnown = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+  if (attr == nullptr || attr->pd == nullptr || attr->pd->context != ibctx || (attr->comp_mask & ~kKnown)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (attr->td != nullptr) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  auto* pd = new (std::nothrow) Pd();
+  if (pd == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  pd->pd.context = ibctx;
+  pd->pd.handle = attr->pd->handle;
+  pd->parent_domain = true;
+  return &pd->pd;
+}
+
 int verb_dealloc_pd(ibv_pd* ibpd) {
+  if (to_pd(ibpd)->parent_domain) {
+    delete to_pd(ibpd);
+    return 0;
+  }
   sroce_handle_req req{ibpd->handle, 0};
   int err =
       to_ctx(ibpd->context)->st->control.call(SROCE_OP_DEALLOC_PD, &req, sizeof(req), nullptr, 0);

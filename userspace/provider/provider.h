@@ -79,6 +79,9 @@ struct Device {
 
 struct Pd {
   ibv_pd pd;
+  // A parent domain (ibv_alloc_parent_domain): pd.handle is its protection domain's, so
+  // every verb that names a PD by handle works unchanged; dealloc frees only the wrapper.
+  bool parent_domain = false;
 };
 
 struct Mr {
@@ -196,6 +199,7 @@ inline Qp* to_qp(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
 inline Qp* to_qp(ibv_qp_ex* q) { return reinterpret_cast<Qp*>(q); }
 inline Srq* to_srq(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
 inline Pd* to_pd(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
+ibv_pd* verb_alloc_parent_domain(ibv_context*, ibv_parent_domain_init_attr*);  // objects.cc
 inline Ah* to_ah(ibv_ah* a) { return reinterpret_cast<Ah*>(a); }
 
 inline bool ctx_dead(const Context* ctx) { return ctx->st->dead.load(std::memory_order_acquire); }
@@ -223,6 +227,7 @@ ibv_pd* kernel_alloc_pd(ibv_context*);
 int kernel_dealloc_pd(ibv_pd*);
 ibv_mr* kernel_reg_mr(ibv_pd*, void*, size_t, uint64_t, int);
 int kernel_dereg_mr(verbs_mr*);
+int kernel_rereg_mr(verbs_mr*, int, ibv_pd*, void*, size_t, int);
 ibv_ah* kernel_create_ah(ibv_pd*, ibv_ah_attr*);
 int kernel_destroy_ah(ibv_ah*);
 // Create the uverbs object, map its ring(s) into the object's mapping and answer as sroced

@@ -218,6 +218,8 @@ int ibv_cmd_dealloc_pd(ibv_pd* pd);
 int ibv_cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access,
                    verbs_mr* vmr, void* cmd, size_t cmd_size, void* resp, size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr* vmr);
+int ibv_cmd_rereg_mr(verbs_mr* vmr, uint32_t flags, void* addr, size_t length, uint64_t hca_va,
+                     int access, ibv_pd* pd, void* cmd, size_t cmd_sz, void* resp, size_t resp_sz);
 int ibv_cmd_create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector,
                       ibv_cq* cq, void* cmd, size_t cmd_size, void* resp, size_t resp_size);
 int ibv_cmd_destroy_cq(ibv_cq* cq);

@@ -81,3 +81,46 @@ TEST_CASE("rereg_mr: a refused change leaves the MR as it was", "[objects][rereg
   CHECK(write_to(p, 0x10000, k->rkey, 1, 7).status == WcStatus::kSuccess);
   CHECK(p.b.mem.same(p.b.addr(0x10000), p.a.mem, p.a.addr(0), 256));
 }
+
+// Engine::reg_mr_host (the kernel path's MRs, docs/kmod.md): peers name the MR by its iova,
+// the engine hands MemoryAccess the host address; a rereg that does not change the
+// translation keeps that iova.
+TEST_CASE("reg_mr_host: peers use the iova, MemoryAccess gets the host address",
+          "[objects][rereg]") {
+  Pair p;
+  constexpr uint64_t kIova = 0x7f00'0000'0000ull;
+  auto k = p.b->reg_mr_host(p.b.pd, p.b.addr(0x20000), 4096, kLwRw, kIova);
+  REQUIRE(k.ok());
+  auto write_iova = [&](uint64_t wr_id, uint32_t seed) {
+    p.a.mem.fill(p.a.addr(0), 256, seed);
+    REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 256)}, wr_id, kSendSignaled,
+                 kIova + 0x100, k->rkey) == 0);
+    auto wa = wait_wc(p.w, p.a, 1);
+    REQUIRE(wa.size() == 1);
+    return wa[0].status;
+  };
+  CHECK(write_iova(1, 1) == WcStatus::kSuccess);
+  CHECK(p.b.mem.same(p.b.addr(0x20100), p.a.mem, p.a.addr(0), 256));
+  // The host address is no iova of this MR: a peer naming it is refused.
+  p.a.mem.fill(p.a.addr(0), 256, 9);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 256)}, 2, kSendSignaled,
+               p.b.addr(0x20100), k->rkey) == 0);
+  auto wa = wait_wc(p.w, p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == WcStatus::kRemAccessErr);
+}
+
+TEST_CASE("reg_mr_host: a rereg of the rights keeps the iova", "[objects][rereg]") {
+  Pair p;
+  constexpr uint64_t kIova = 0x7f00'0000'0000ull;
+  auto k = p.b->reg_mr_host(p.b.pd, p.b.addr(0x20000), 4096, kLw, kIova);
+  REQUIRE(k.ok());
+  REQUIRE(p.b->rereg_mr(k->lkey, kReregAccess, kNoHandle, 0, 0, kLwRw).ok());
+  p.a.mem.fill(p.a.addr(0), 256, 3);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 256)}, 1, kSendSignaled,
+               kIova, k->rkey) == 0);
+  auto wa = wait_wc(p.w, p.a, 1);
+  REQUIRE(wa.size() == 1);
+  CHECK(wa[0].status == WcStatus::kSuccess);
+  CHECK(p.b.mem.same(p.b.addr(0x20000), p.a.mem, p.a.addr(0), 256));
+}

@@ -143,8 +143,12 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
       if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
     }
   }
-  auto keys = engine_reg_mr(engine_, pd->second.engine, ProcessMemory::tagged(c.tag, req.addr), req.addr,
-                            req.length, req.access, req.iova);
+  // Kernel contexts are always told apart by tag: forked programs register buffers at the
+  // same virtual addresses, which the untagged fallback (memory.h) must refuse as ambiguous.
+  auto keys = c.kernel ? engine_.reg_mr_host(pd->second.engine, ProcessMemory::tagged(c.tag, req.addr),
+                                             req.length, req.access, req.iova)
+                       : engine_reg_mr(engine_, pd->second.engine, ProcessMemory::tagged(c.tag, req.addr),
+                                       req.addr, req.length, req.access, req.iova);
   if (!keys) return fail(c, "reg_mr", keys.error());
   MrObj& m = c.mrs[keys->lkey];
   m.rkey = keys->rkey;
@@ -192,8 +196,10 @@ int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   constexpr uint32_t kChanges =
       IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
   if (req.flags == 0 || (req.flags & ~kChanges)) return -EINVAL;
-  // The kernel path's MRs are pinned pages mapped from the module, which has no rereg.
-  if (c.kernel) return -EOPNOTSUPP;
+  // The kernel path's MRs are pinned pages mapped from the module: a new PD or new rights
+  // change in place (the module refuses rights that need writable pages it pinned
+  // read-only); a new translation would need new pages and a new mapping.
+  if (c.kernel && (req.flags & IBV_REREG_MR_CHANGE_TRANSLATION)) return -EOPNOTSUPP;
   if constexpr (EngineHasIova<Engine>) {
     // With an iova apart from the host address the range must be re-tagged too (memory.h).
     spdlog::warn("context {}: rereg_mr with an iova-aware engine is not wired up", c.id);

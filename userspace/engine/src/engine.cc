@@ -79,6 +79,10 @@ Result<void> Engine::dealloc_pd(Handle pd) { return impl_->dealloc_pd(pd); }
 Result<MrKeys> Engine::reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access) {
   return impl_->reg_mr(pd, addr, length, access);
 }
+Result<MrKeys> Engine::reg_mr_host(Handle pd, uint64_t host_addr, uint64_t length, uint32_t access,
+                                   uint64_t iova) {
+  return impl_->reg_mr_host(pd, host_addr, length, access, iova);
+}
 Result<void> Engine::dereg_mr(uint32_t lkey) { return impl_->dereg_mr(lkey); }
 Result<void> Engine::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr,
                               uint64_t length, uint32_t access) {

@@ -41,6 +41,8 @@ class Engine::Impl {
   Result<Handle> alloc_pd();
   Result<void> dealloc_pd(Handle pd);
   Result<MrKeys> reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access);
+  Result<MrKeys> reg_mr_host(Handle pd, uint64_t host_addr, uint64_t length, uint32_t access,
+                             uint64_t iova);
   Result<void> dereg_mr(uint32_t lkey);
   Result<void> rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr, uint64_t length,
                         uint32_t access);

@@ -125,13 +125,19 @@ Result<void> Engine::Impl::dealloc_pd(Handle pd) {
 
 // ---------------------------------------------------------------- MR
 Result<MrKeys> Engine::Impl::reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access) {
+  return reg_mr_host(pd, addr, length, access, (access & kAccessZeroBased) ? 0 : addr);
+}
+
+Result<MrKeys> Engine::Impl::reg_mr_host(Handle pd, uint64_t addr, uint64_t length, uint32_t access,
+                                         uint64_t iova) {
   const uint32_t p = pd_slot(pd);
   if (p == kNone) return err(EINVAL, "reg_mr: no such PD");
   if (access & ~kAccessKnown) return err(EINVAL, "reg_mr: unknown access flags");
   // IBA 10.6: remote write or atomic access needs local write.
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
     return err(EINVAL, "reg_mr: REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE");
-  if (length > UINT64_MAX - addr) return err(EINVAL, "reg_mr: addr + length overflows");
+  if (length > UINT64_MAX - addr || length > UINT64_MAX - iova)
+    return err(EINVAL, "reg_mr: addr + length overflows");
   const uint32_t s = mrs_.alloc();
   if (s == kNone) return err(ENOMEM, "reg_mr: all " + std::to_string(cfg_.max_mrs) + " MRs in use");
   Mr& mr = mrs_[s];
@@ -142,7 +148,7 @@ Result<MrKeys> Engine::Impl::reg_mr(Handle pd, uint64_t addr, uint64_t length, u
   mr.rkey = (perm_rkey_.fwd(id) << 8) | static_cast<uint32_t>((k >> 8) & 0xff);
   mr.pd = p;
   mr.addr = addr;
-  mr.iova = (access & kAccessZeroBased) ? 0 : addr;
+  mr.iova = iova;
   mr.length = length;
   mr.access = access;
   ++pds_[p].refs;
@@ -187,11 +193,15 @@ Result<void> Engine::Impl::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, ui
   }
   --pds_[mr->pd].refs;
   ++pds_[p].refs;
+  const uint32_t old_access = mr->access;
   mr->pd = p;
   mr->access = acc;
   mr->addr = a;
   mr->length = len;
-  mr->iova = (acc & kAccessZeroBased) ? 0 : a;
+  // The iova follows a new translation (or a change of ZERO_BASED); otherwise it stays,
+  // which keeps an iova registered apart from the host address (reg_mr_host).
+  if ((flags & kReregTranslation) || ((acc ^ old_access) & kAccessZeroBased))
+    mr->iova = (acc & kAccessZeroBased) ? 0 : a;
   return {};
 }
 

@@ -261,6 +261,12 @@ class Engine {
   Result<void> dealloc_pd(Handle pd);  // EBUSY while MRs/QPs/AHs/SRQs use it
 
   Result<MrKeys> reg_mr(Handle pd, uint64_t addr, uint64_t length, uint32_t access);
+  // The same with the address handed to MemoryAccess (`host_addr`) apart from the one the
+  // keys are used with (`iova`, IBA 10.6.1: the MR's virtual address as the consumer
+  // and its peers name it): a daemon serving several processes whose buffers share
+  // virtual addresses (forked programs) tells them apart by host_addr.
+  Result<MrKeys> reg_mr_host(Handle pd, uint64_t host_addr, uint64_t length, uint32_t access,
+                             uint64_t iova);
   Result<void> dereg_mr(uint32_t lkey);
   // Reregistration (ibv_rereg_mr; IBA 11.2.8, "Reregister Memory Region"): changes the MR
   // named by lkey in place, as asked by kRereg* flags (at least one): the range (addr,
