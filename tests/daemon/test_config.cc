@@ -6,8 +6,13 @@
 #include <sstream>
 
 #include "config.h"
+#include "sroce/engine/engine.h"
 
 using sroce::daemon::Config;
+using sroce::daemon::apply_cc_config;
+using sroce::Duration;
+using sroce::EngineConfig;
+namespace cc = sroce::cc;
 using sroce::daemon::parse_config;
 
 namespace {
@@ -151,8 +156,64 @@ TEST_CASE("the shipped example configuration is valid and documents every key", 
                           "gso", "gro", "batch", "rx_buffers", "rx_buffer_bytes", "tx_slots", "uring_entries",
                           "max_tx_ports", "sndbuf", "rcvbuf", "busy_poll_us", "realtime_priority", "max_qps", "max_cqs", "max_mrs",
                           "max_pds", "max_srqs", "max_ahs", "max_cqe", "max_qp_wr", "max_sge", "max_inline_data",
-                          "max_rd_atomic", "seed", "level"}) {
+                          "max_rd_atomic", "seed", "level", "algorithm", "line_rate_mbps", "base_rtt_us",
+                          "delay_target_us", "delay_per_hop_bytes", "dcqcn_preset", "notification_point",
+                          "ack_every"}) {
     INFO(key);
     CHECK(text.find(std::string("\n") + key + " = ") != std::string::npos);
   }
+}
+
+TEST_CASE("engine.cc chooses the congestion control and its parameters", "[config]") {
+  // Default: off; the engine's congestion control stays disabled.
+  auto d = parse_config("", "t.toml");
+  REQUIRE(d);
+  CHECK(d->engine.cc.algorithm == "none");
+  EngineConfig off;
+  off.cc.enable = true;
+  apply_cc_config(*d, off);
+  CHECK_FALSE(off.cc.enable);
+
+  auto r = parse_config(
+      "[engine.cc]\nalgorithm = \"delay\"\nline_rate_mbps = 200\nbase_rtt_us = 300\n"
+      "delay_target_us = 800\ndelay_per_hop_bytes = 1500\nack_every = 2\nnotification_point = false\n",
+      "t.toml");
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  EngineConfig ec;
+  apply_cc_config(*r, ec);
+  CHECK(ec.cc.enable);
+  CHECK(ec.cc.config.algorithm == cc::Algorithm::kDelay);
+  CHECK(ec.cc.line_rate_bps == 200'000'000);
+  CHECK(ec.cc.base_rtt == Duration::micros(300));
+  CHECK(ec.cc.config.delay.base_target == Duration::micros(800));
+  CHECK(ec.cc.config.delay.per_hop_bytes == 1500);
+  CHECK(ec.cc.ack_every == 2);
+  CHECK_FALSE(ec.cc.notification_point);
+
+  auto p = parse_config("[engine.cc]\nalgorithm = \"dcqcn\"\ndcqcn_preset = \"paper\"\n", "t.toml");
+  REQUIRE(p);
+  EngineConfig pc;
+  apply_cc_config(*p, pc);
+  CHECK(pc.cc.config.algorithm == cc::Algorithm::kDcqcn);
+  CHECK(pc.cc.config.dcqcn.stage_threshold == cc::DcqcnConfig::paper().stage_threshold);
+  CHECK(pc.cc.config.dcqcn.stage_threshold != cc::DcqcnConfig::connectx().stage_threshold);
+
+  // Errors name the key and what was expected.
+  CHECK(error_of("[engine.cc]\nalgorithm = \"swift\"")
+            .find("engine.cc.algorithm: expected one of \"none\", \"dcqcn\", \"hpcc\", \"odin\", \"delay\", "
+                  "got \"swift\"") != std::string::npos);
+  CHECK(error_of("[engine.cc]\nline_rate_mbps = 0").find("engine.cc.line_rate_mbps: expected an integer") !=
+        std::string::npos);
+  CHECK(error_of("[engine.cc]\ndcqcn_preset = \"cx7\"").find("engine.cc.dcqcn_preset: expected one of") !=
+        std::string::npos);
+  CHECK(error_of("[engine.cc]\nbase_rtt_us = 100\ndelay_target_us = 50")
+            .find("engine.cc.delay_target_us: expected 0") != std::string::npos);
+  CHECK(error_of("[engine.cc]\nalgoritm = \"delay\"").find("engine.cc.algoritm: unknown key") !=
+        std::string::npos);
+  CHECK(error_of("", {"engine.cc.algorithm=\"hpcc\"", "engine.cc.ack_every=0"})
+            .find("engine.cc.ack_every: expected an integer in 1..64, got 0") != std::string::npos);
+  auto s = parse_config("", "t.toml", {"engine.cc.algorithm=\"odin\""});
+  REQUIRE(s);
+  CHECK(s->engine.cc.algorithm == "odin");
 }

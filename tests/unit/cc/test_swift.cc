@@ -2,6 +2,7 @@
 // delay scaling, AI/MD, the max MD factor, pacing below one packet.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cc_test_util.h"
@@ -94,8 +95,10 @@ TEST_CASE("delay: below one packet it paces, never below min_cwnd", "[delay]") {
   const double w = s.cwnd_packets();
   REQUIRE(w < 1.0);
   CHECK(s.window_bytes() == 4096);  // one packet may be in flight
-  // One packet every srtt / cwnd.
-  const double expect = w * 4096 * 8 / (static_cast<double>(s.srtt().ps) / 1e12);
+  // One packet every min(srtt, target) / cwnd.
+  const double gap_s =
+      static_cast<double>(std::min(s.srtt().ps, s.target_delay(0).ps)) / 1e12;
+  const double expect = w * 4096 * 8 / gap_s;
   CHECK(static_cast<double>(s.rate_bps()) == Approx(expect).epsilon(1e-6));
   // Below one packet the additive increase is ai per ACKed packet.
   s.on_ack(rtt_ack(at_us(1000), 10.1));
@@ -135,4 +138,26 @@ TEST_CASE("delay: two flows converge to a fair share within 2 ms (lab)", "[delay
   INFO("convergence " << conv.ps / 1e6 << " us");
   CHECK(conv.ps >= 0);
   CHECK(conv <= Duration::millis(2));
+}
+
+TEST_CASE("delay: below one packet an inflated RTT does not stretch the pacing gap", "[delay]") {
+  // A flow behind a 1 ms queue: every sample is far above the target, so
+  // the window falls to the floor. Its next packet (the only one that can
+  // see the queue drain) is due after target / cwnd, not srtt / cwnd.
+  Swift s(SwiftConfig{}, flow100g());
+  double t = 0;
+  for (int i = 0; i < 400 && s.cwnd_packets() > SwiftConfig{}.min_cwnd; ++i) {
+    t += 1100;
+    s.on_ack(rtt_ack(at_us(t), 1000.0));
+  }
+  REQUIRE(s.cwnd_packets() == Approx(SwiftConfig{}.min_cwnd));
+  REQUIRE(us_of(s.srtt()) > 800.0);  // ~1 ms; the target is ~21 us
+  const double target_us = us_of(s.target_delay(0));
+  const double gap_us = 4096.0 * 8 / static_cast<double>(s.rate_bps()) * 1e6;
+  CHECK(gap_us == Approx(target_us / SwiftConfig{}.min_cwnd).epsilon(0.01));
+  CHECK(gap_us < 0.05 * us_of(s.srtt()) / SwiftConfig{}.min_cwnd);  // srtt / cwnd would be ~1 s
+  // That probe sees the drained queue: one packet of window back at once.
+  s.on_ack(rtt_ack(at_us(t + gap_us), 10.0));
+  CHECK(s.cwnd_packets() > 1.0);
+  CHECK(s.rate_bps() == 100'000'000'000);
 }

@@ -82,8 +82,18 @@ uint64_t Swift::window_bytes() const {
 
 uint64_t Swift::rate_bps() const {
   if (cwnd_ >= 1.0) return flow_.line_rate_bps;
-  // Below one packet: one packet per srtt / cwnd (Swift, section 3.3, pacing).
-  const double r = cwnd_ * flow_.mtu_bytes * 8.0 * kPsPerSecond / srtt_ps_;
+  // Below one packet: one packet per rtt / cwnd (Swift, section 3.3,
+  // pacing), with rtt the smaller of the smoothed RTT and the target delay
+  // (ours; delay.md, "The window floor"). The window already shrank for the
+  // queueing delay above the target; spacing by the inflated RTT as well
+  // would charge it twice, and at the floor (0.001 packet) a flow behind a
+  // millisecond of queue would wait a second for its next packet, the only
+  // one that can tell it the queue has drained. Pacing at the target cannot
+  // overload the path: below one packet the window still allows one packet
+  // in flight, so a flow never sends faster than one packet per RTT.
+  const double rtt =
+      cfg_.pace_at_target ? std::min(srtt_ps_, static_cast<double>(target_delay(hops_).ps)) : srtt_ps_;
+  const double r = cwnd_ * flow_.mtu_bytes * 8.0 * kPsPerSecond / rtt;
   return std::max<uint64_t>(1, static_cast<uint64_t>(r));
 }
 

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "sroce/cc/cc.h"
+#include "sroce/engine/engine.h"
 #include "sroce_abi.h"
 
 namespace sroce::daemon {
@@ -178,6 +180,8 @@ void merge(toml::table& dst, const toml::table& src) {
   }
 }
 
+const std::vector<std::string> kCcAlgorithms = {"none", "dcqcn", "hpcc", "odin", "delay"};
+
 const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 
 bool is_ipv4(const std::string& s) {
@@ -273,6 +277,15 @@ Result<void> validate(const Config& c) {
                            sock.size()));
   if (!sock.empty() && sock[0] != '/')
     return bad(fmt::format("control.socket: expected an absolute path, got \"{}\"", sock));
+  bool cc_ok = false;
+  for (const auto& a : kCcAlgorithms) cc_ok = cc_ok || a == c.engine.cc.algorithm;
+  if (!cc_ok)
+    return bad(fmt::format("engine.cc.algorithm: expected one of \"{}\", got \"{}\"",
+                           fmt::join(kCcAlgorithms, "\", \""), c.engine.cc.algorithm));
+  if (c.engine.cc.delay_target_us != 0 && c.engine.cc.delay_target_us < c.engine.cc.base_rtt_us)
+    return bad(fmt::format("engine.cc.delay_target_us: expected 0 (base_rtt_us + 2 us) or at least "
+                           "engine.cc.base_rtt_us = {} (a target below the unloaded RTT is never met), got {}",
+                           c.engine.cc.base_rtt_us, c.engine.cc.delay_target_us));
   bool level_ok = false;
   for (const auto& l : kLogLevels) level_ok = level_ok || l == c.log.level;
   if (!level_ok)
@@ -369,6 +382,14 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("engine.seed", c.engine.seed, 0, INT64_MAX);
   r.boolean("engine.lossy", c.engine.lossy);
   r.integer("engine.lanes", c.engine.lanes, 0, 64);
+  r.string("engine.cc.algorithm", c.engine.cc.algorithm, kCcAlgorithms);
+  r.integer("engine.cc.line_rate_mbps", c.engine.cc.line_rate_mbps, 1, 1'000'000);
+  r.integer("engine.cc.base_rtt_us", c.engine.cc.base_rtt_us, 1, 1'000'000);
+  r.integer("engine.cc.delay_target_us", c.engine.cc.delay_target_us, 0, 1'000'000);
+  r.integer("engine.cc.delay_per_hop_bytes", c.engine.cc.delay_per_hop_bytes, 0, 100'000'000);
+  r.string("engine.cc.dcqcn_preset", c.engine.cc.dcqcn_preset, {"connectx", "paper"});
+  r.boolean("engine.cc.notification_point", c.engine.cc.notification_point);
+  r.integer("engine.cc.ack_every", c.engine.cc.ack_every, 1, 64);
 
   r.string("log.level", c.log.level, kLogLevels);
 
@@ -377,6 +398,21 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   auto v = validate(c);
   if (!v) return Error{EINVAL, fmt::format("{}: {}", source, v.error().message)};
   return c;
+}
+
+void apply_cc_config(const Config& c, EngineConfig& ec) {
+  const auto& k = c.engine.cc;
+  const auto alg = cc::parse_algorithm(k.algorithm);  // "none" (or anything else): off
+  ec.cc.enable = alg.has_value();
+  if (!alg) return;
+  ec.cc.config.algorithm = *alg;
+  ec.cc.config.dcqcn = k.dcqcn_preset == "paper" ? cc::DcqcnConfig::paper() : cc::DcqcnConfig::connectx();
+  ec.cc.config.delay.base_target = k.delay_target_us ? Duration::micros(k.delay_target_us) : Duration::picos(0);
+  ec.cc.config.delay.per_hop_bytes = k.delay_per_hop_bytes;
+  ec.cc.line_rate_bps = uint64_t{k.line_rate_mbps} * 1'000'000;
+  ec.cc.base_rtt = Duration::micros(k.base_rtt_us);
+  ec.cc.notification_point = k.notification_point;
+  ec.cc.ack_every = k.ack_every;
 }
 
 Result<Config> load_config(const std::string& path, bool required, const std::vector<std::string>& sets) {

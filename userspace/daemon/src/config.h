@@ -13,6 +13,10 @@
 
 #include "sroce/engine/result.h"
 
+namespace sroce {
+struct EngineConfig;
+}
+
 namespace sroce::daemon {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/sroce/sroced.toml";
@@ -103,6 +107,19 @@ struct Config {
     // 0 = the build's default (Kconfig DEFAULT_LANES).
     bool lossy = true;
     uint32_t lanes = 0;
+    // [engine.cc]: congestion control per RC QP (docs/cc/README.md,
+    // docs/sroced.md "Congestion control"). "none" = off: the engine sends
+    // exactly what it sends without congestion control.
+    struct Cc {
+      std::string algorithm = "none";      // "none", "dcqcn", "hpcc", "odin", "delay"
+      uint32_t line_rate_mbps = 100000;    // the port rate: every flow starts at it, never exceeds it
+      uint32_t base_rtt_us = 8;            // unloaded RTT (HPCC's T; the delay controller's base)
+      uint32_t delay_target_us = 0;        // delay: base target; 0 = base_rtt_us + 2 us
+      uint32_t delay_per_hop_bytes = 10000;  // delay: target per switch hop, as queue bytes at line rate
+      std::string dcqcn_preset = "connectx";  // "connectx" (NIC defaults) or "paper"
+      bool notification_point = true;      // answer CE-marked requests with CNPs
+      uint32_t ack_every = 1;              // AckReq on every n-th request packet while cc runs
+    } cc;
   } engine;
 
   struct Log {
@@ -125,5 +142,9 @@ Result<Config> load_config(const std::string& path, bool required,
 
 // Re-checks cross-key rules after command-line overrides changed fields.
 Result<void> validate(const Config& cfg);
+
+// [engine.cc] as the engine's congestion-control configuration (off for
+// algorithm "none"). `ec` is an EngineConfig; only its `cc` member is set.
+void apply_cc_config(const Config& cfg, EngineConfig& ec);
 
 }  // namespace sroce::daemon

@@ -85,6 +85,14 @@ std::string Service::qps_json() const {
         j["losses_detected"] = st->losses_detected;
         j["max_reorder_depth"] = st->max_reorder_depth;
         j["srtt_us"] = static_cast<double>(st->srtt_ps) / 1e6;
+        // Congestion control ([engine.cc], docs/cc/README.md): 0 / absent
+        // window when the QP runs no controller.
+        j["cnps_sent"] = st->cnps_sent;
+        j["cnps_received"] = st->cnps_received;
+        j["cc_rate_bps"] = st->cc_rate_bps;
+        if (st->cc_rate_bps != 0 && st->cc_window_bytes != UINT64_MAX) j["cc_window_bytes"] = st->cc_window_bytes;
+        j["cc_window_stalls"] = st->cc_window_stalls;
+        j["cc_paced"] = st->cc_paced;
         std::array<LaneStats, kMaxLanes> lanes;
         const size_t n = engine_.lane_stats(qpn, lanes);
         nlohmann::json la = nlohmann::json::array();

@@ -40,6 +40,9 @@ struct SwiftConfig {
   double min_cwnd = 0.001;          // packets (Swift allows cwnd down to 0.001)
   double max_cwnd = 0.0;            // packets; 0 = 2 x BDP of the line rate and base RTT
   double srtt_gain = 0.125;         // EWMA gain of the smoothed RTT (pacing)
+  // Below one packet, pace at cwnd per min(srtt, target) (true, ours) or per
+  // srtt (false, the first version; delay.md, "The window floor").
+  bool pace_at_target = true;
 };
 
 class Swift {
