@@ -180,3 +180,40 @@ TEST_CASE("lane weights: a standing queue on one lane's path cuts its weight, no
   CHECK(sb.losses_detected == 0);
   CHECK(p.b.mem.same(p.b.addr(0x100000), p.a.mem, p.a.addr(0), 65536));
 }
+
+TEST_CASE("reorder window: path skew beyond reorder_timeout lifts the cap; spurious retx stop",
+          "[lossy][rack]") {
+  for (const bool adaptive : {true, false}) {
+    DYNAMIC_SECTION((adaptive ? "cap from measured skew" : "fixed 50 us cap")) {
+      EngineConfig cfg = lossy_cfg(4);
+      cfg.lossy.lane_weights = false;  // the reorder window alone
+      cfg.lossy.reorder_timeout = Duration::micros(50);
+      cfg.lossy.reorder_timeout_max = adaptive ? Duration::millis(1) : Duration::micros(0);
+      Pair p(QpOpts{.max_send_wr = 256, .max_recv_wr = 256}, {.mtu = Mtu::k1024, .timeout = 14},
+             {}, cfg);
+      warm_up(p);
+      p.a.mem.fill(p.a.addr(0), 65536, 8);
+      p.w.filter = [](const WirePkt& x) { return x.from == 0 ? Verdict::kHold : Verdict::kDeliver; };
+      Driver d{p};
+      for (int i = 0; i < 20; ++i) d.round(-1);
+      // Lane 3's path is 80 us longer than the others (40 rounds), no loss:
+      // beyond the 50 us reorder_timeout.
+      for (int i = 0; i < 150; ++i) d.round(-1, 3, 40);
+      const uint64_t mid = qstats(p.a, p.qa).spurious_retransmits;
+      for (int i = 0; i < 150; ++i) d.round(-1, 3, 40);
+      for (int i = 0; i < 50; ++i) d.round(-1, 3, 0);
+      d.drain();
+      CHECK(p.b.mem.same(p.b.addr(0x100000), p.a.mem, p.a.addr(0), 65536));
+      const QpStats sa = qstats(p.a, p.qa);
+      INFO("spurious: first half " << mid << ", total " << sa.spurious_retransmits);
+      CHECK(qstats(p.b, p.qb).max_reorder_depth > 16);
+      if (adaptive) {
+        // A few declarations before the receiver has seen the skew, none after.
+        CHECK(sa.spurious_retransmits == mid);
+        CHECK(mid < 40);
+      } else {
+        CHECK(sa.spurious_retransmits > mid);  // every round of skew costs more
+      }
+    }
+  }
+}

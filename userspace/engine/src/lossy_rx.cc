@@ -96,6 +96,24 @@ MemStatus place_sgl(Impl& e, Qp& qp, const Sge* sges, uint32_t n, uint32_t total
 
 // Declares `q` lost (once until it arrives or the reorder timer re-asks):
 // the next ACK asks for exactly it.
+// Path skew (docs/lossy.md, reorder window): an original arrived
+// `now - hole_ns` after a later PSN; the maximum over the last window of
+// kRttWindow such samples. hole_ns is nonzero from when a later PSN first
+// passed this one until the original came (0: nothing to measure).
+void skew_sample(const EngineConfig& c, Lossy& l, uint32_t psn, Time now) {
+  RxSlot& r = l.rxs[ring(psn)];
+  if (r.hole_ns == 0) return;
+  const int64_t skew = int64_t{static_cast<uint32_t>(ns32(now) - r.hole_ns)} * 1000;
+  r.hole_ns = 0;
+  if (skew > std::max(reorder_timeout(c), c.lossy.reorder_timeout_max).ps) return;
+  l.reo_skew_ps = std::max(l.reo_skew_ps, skew);
+  if (l.reo_skew_n == 0 || skew > l.reo_skew_win_ps) l.reo_skew_win_ps = skew;
+  if (++l.reo_skew_n >= kRttWindow) {
+    l.reo_skew_ps = l.reo_skew_win_ps;
+    l.reo_skew_n = 0;
+  }
+}
+
 bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words, Time now) {
   Lossy& l = qp.lossy;
   const int32_t d = psn_diff(q, qp.resp_psn);
@@ -180,7 +198,7 @@ void commit(Impl& e, Qp& qp) {
     RxSlot& r = l.rxs[ring(p)];
     if (r.action == RxSlot::kDeferred) {
       const RxSlot d = r;
-      r = RxSlot{};
+      r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       clr(l.have, p);
       clr(l.lost, p);
       clr(l.stale, p);
@@ -217,7 +235,7 @@ void commit(Impl& e, Qp& qp) {
     } else if (r.action == RxSlot::kMsgLast) {
       qp.msn = psn_add(qp.msn, 1);
     }
-    r = RxSlot{};
+    r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
     clr(l.have, p);
     clr(l.lost, p);
     clr(l.stale, p);
@@ -239,7 +257,7 @@ void passed(Qp& qp, uint32_t from) {
     clr(l.lost, p);
     clr(l.stale, p);
     clr(l.report, p);
-    l.rxs[ring(p)] = RxSlot{};
+    l.rxs[ring(p)] = RxSlot{.hole_ns = l.rxs[ring(p)].hole_ns};
     if (psn_diff(p, from) >= static_cast<int32_t>(kLossyWindow)) break;
   }
 }
@@ -447,6 +465,12 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
       l.ack_hop_at = now;
       l.ack_lane = static_cast<uint8_t>((l.ack_lane + 1) % std::max<uint16_t>(l.peer_lanes, 1));
     }
+    // An original after its retransmission (the declaration was spurious):
+    // its lateness is skew too, while its slot is not reused (rx_high has
+    // not passed psn + window).
+    if (!(leh.flags & SROCE_LEH_F_RETX) && d > -static_cast<int32_t>(kLossyWindow) &&
+        psn_diff(psn_add(psn, static_cast<int32_t>(kLossyWindow)), l.rx_high) >= 0)
+      skew_sample(cfg_, l, psn, now);
     ++l.dup_total;
     ++qp.stats.duplicates_lossy;
     if (d < 0 && rd_atomic) return resp_on_request(qp, pkt, meta, now);  // replay (IBA 9.7)
@@ -485,22 +509,11 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   if (static_cast<uint64_t>(d) > qp.stats.max_reorder_depth)
     qp.stats.max_reorder_depth = static_cast<uint64_t>(d);
   if (psn_diff(psn, l.rx_high) < 0) {
-    if (!(leh.flags & SROCE_LEH_F_RETX)) {
-      // An original behind a later PSN: path skew (how long it came after
-      // the later one). The maximum of the last window of such samples.
-      const int64_t skew = int64_t{ns32(now) - l.rxs[ring(psn)].hole_ns} * 1000;
-      if (skew <= std::max(reorder_timeout(cfg_), cfg_.lossy.reorder_timeout_max).ps) {
-        l.reo_skew_ps = std::max(l.reo_skew_ps, skew);
-        if (l.reo_skew_n == 0 || skew > l.reo_skew_win_ps) l.reo_skew_win_ps = skew;
-        if (++l.reo_skew_n >= kRttWindow) {
-          l.reo_skew_ps = l.reo_skew_win_ps;
-          l.reo_skew_n = 0;
-        }
-      }
-    }
+    if (!(leh.flags & SROCE_LEH_F_RETX)) skew_sample(cfg_, l, psn, now);  // a late original
   } else {
     for (uint32_t q = l.rx_high; psn_diff(q, psn) < 0; q = psn_add(q, 1))
-      l.rxs[ring(q)].hole_ns = ns32(now);
+      l.rxs[ring(q)].hole_ns = ns32(now) | 1;
+    l.rxs[ring(psn)].hole_ns = 0;  // in order: no hole
     l.rx_high = psn_add(psn, 1);
   }
 
@@ -511,7 +524,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   if (in_order_only) {
     if (d != 0 && rd_atomic) {
       RxSlot& r = l.rxs[ring(psn)];
-      r = RxSlot{};
+      r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       r.action = RxSlot::kDeferred;
       r.opcode = pkt.bth.opcode;
       if (f & SROCE_HAS_RETH) {
@@ -630,7 +643,7 @@ void Engine::Impl::lossy_rx_trimmed(Qp& qp, uint32_t psn, Time now) {
   declare_lost(qp, psn, l.lost, now);
   if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) {
     for (uint32_t q = l.rx_high; psn_diff(q, psn) < 0; q = psn_add(q, 1))
-      l.rxs[ring(q)].hole_ns = ns32(now);
+      l.rxs[ring(q)].hole_ns = ns32(now) | 1;
     l.rx_high = psn_add(psn, 1);
   }
   if (l.gap_deadline == Time::never()) {
