@@ -445,8 +445,19 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
     ++lt.naks;
     if (!lt.active) continue;  // a probe: lossy_on_sent sees it fail when resent
-    if (weights) weight_cut(l, lt, now);
     lt.score += kLossPenalty;
+    if (weights) {
+      // Loss steers weights only where it stands out: uniform random loss
+      // hits every lane alike, and cutting whichever lane it hit last would
+      // only unbalance the spray (5 % loss: -15 % goodput that way).
+      uint32_t sum = 0, n = 0;
+      for (uint16_t k = 0; k < l.nlanes; ++k)
+        if (l.lanes[k].active) {
+          sum += l.lanes[k].score;
+          ++n;
+        }
+      if (n > 1 && uint64_t{lt.score} * n > 2ull * sum) weight_cut(l, lt, now);
+    }
     if (lt.active && lt.score >= kRetireScore) {
       uint32_t active = 0;
       for (uint16_t k = 0; k < l.nlanes; ++k) active += l.lanes[k].active ? 1 : 0;
