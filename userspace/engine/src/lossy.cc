@@ -398,7 +398,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
       pl.active = true;
       pl.score = kRetireScore / 2;
       pl.since_decay = 0;
-      pl.weight = kLaneWeightFull / 4;  // and earns the rest back with time
+      pl.weight = kLaneWeightFull;  // its share back; the signals cut it again if needed
       pl.swrr = 0;
       pl.win_n = 0;
     }
@@ -456,7 +456,8 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
           sum += l.lanes[k].score;
           ++n;
         }
-      if (n > 1 && uint64_t{lt.score} * n > 2ull * sum) weight_cut(l, lt, now);
+      if (n > 1 && lt.score >= kRetireScore / 2 && uint64_t{lt.score} * n > 3ull * sum)
+        weight_cut(l, lt, now);
     }
     if (lt.active && lt.score >= kRetireScore) {
       uint32_t active = 0;

@@ -55,6 +55,8 @@ PairRun base_run(const ScenarioOptions& opt, uint64_t bytes, uint32_t msg, uint3
   r.lossy.reorder_timeout_max =
       Duration::micros(static_cast<int64_t>(opt.param_u64("reorder_timeout_max_us", 1000)));
   r.lossy.lane_weights = opt.param_u64("lane_weights", 1) != 0;
+  r.lossy.lane_delay_target =
+      Duration::micros(static_cast<int64_t>(opt.param_u64("lane_delay_target_us", 25)));
   r.sample = Duration::micros(static_cast<int64_t>(opt.param_u64("bin_us", 10)));
   r.limit = Duration::millis(static_cast<int64_t>(opt.param_u64("limit_ms", 2000)));
   return r;
