@@ -368,6 +368,8 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("engine.seed", c.engine.seed, 0, INT64_MAX);
   r.boolean("engine.lossy", c.engine.lossy);
   r.integer("engine.lanes", c.engine.lanes, 0, 64);
+  r.boolean("engine.lane_weights", c.engine.lane_weights);
+  r.integer("engine.reorder_timeout_max_us", c.engine.reorder_timeout_max_us, 0, 1'000'000);
 
   r.string("log.level", c.log.level, kLogLevels);
 

@@ -99,6 +99,10 @@ struct Config {
     // 0 = the build's default (Kconfig DEFAULT_LANES).
     bool lossy = true;
     uint32_t lanes = 0;
+    // docs/lossy.md: lane weights (CE / loss / delay steer the spray) and
+    // the reorder window's upper bound in us (0: stays at reorder_timeout).
+    bool lane_weights = true;
+    uint32_t reorder_timeout_max_us = 1000;
   } engine;
 
   struct Log {
