@@ -193,7 +193,9 @@ void Engine::Impl::lossy_rehash(Qp& qp) {
 void Engine::Impl::lossy_peer_port(Qp& qp, uint16_t port) {
   Lossy& l = qp.lossy;
   if (!qp.is_rc() || !l.offer) return;
-  if (l.peer_port != 0 && port != l.peer_port && !l.tx) qp.src_port = lane_port(qp, 1);
+  // (Also when our own requester is lossy already: the compatible ACKs go
+  // from qp.src_port, and its lanes only shift by one port.)
+  if (l.peer_port != 0 && port != l.peer_port) qp.src_port = lane_port(qp, 1);
   l.peer_port = port;
 }
 
