@@ -286,8 +286,8 @@ struct sroce_leh_req_wire {
 	uint8_t lane;      /* 0..63: UDP source port = QP base port + lane */
 	uint8_t flags;     /* SROCE_LEH_F_* */
 	uint8_t lane_seq[2];  /* per-lane sequence of this transmission */
-	uint8_t prev_psn[4];  /* bit 31 valid, 26:24 retired_chunk, 23:0 PSN of the
-				 lane's previous packet */
+	uint8_t prev_psn[4];  /* bit 31 valid, bit 30 RTO, 26:24 retired_chunk, 23:0 PSN
+				 of the lane's previous packet */
 	uint8_t rsn[4];       /* 31:24 retired-lane bitmap of that chunk, 23:0 receive
 				 sequence number (SEND / WRITE w/ imm) */
 	uint8_t offset[4];    /* byte offset of the payload in its message */
@@ -297,8 +297,9 @@ struct sroce_leh_req_wire {
 /* Trailer of an ACK (opcode 0x11) from a lossy receiver: SACK state. */
 struct sroce_leh_ack_wire {
 	uint8_t echo_lane;   /* lane of the packet that triggered this ACK */
-	uint8_t flags;
-	uint8_t resv[2];     /* sent 0 */
+	uint8_t flags;       /* SROCE_LEH_AF_* */
+	uint8_t ce_lane;     /* with SROCE_LEH_AF_CE: the lane whose CE marks ce_count reports */
+	uint8_t ce_count;    /* CE-marked requests on ce_lane since it was last reported (saturating) */
 	uint8_t echo_psn[4]; /* 23:0 its PSN (RTT sample; bit 31 valid) */
 	uint8_t sack[8];     /* bit i: PSN (AETH-acked PSN + 1 + i) received */
 	uint8_t rtx[8];      /* bit i: PSN (acked + 1 + i) lost: resend exactly it */
@@ -317,6 +318,13 @@ _Static_assert(sizeof(struct sroce_leh_ack_wire) == SROCE_LEH_LEN, "ack trailer 
 #define SROCE_LEH_LANES_SHIFT 2
 static inline uint8_t sroce_leh_flags_lanes(uint8_t flags) { return (uint8_t)((flags >> 2) + 1); }
 #define SROCE_LEH_PSN_VALID 0x80000000u
+/* request prev_psn bit 30: a retransmission sent while the sender is in
+ * timeout recovery (its ACKs stopped coming; the receiver moves its ACKs to
+ * another path). An older sroce sends 0. */
+#define SROCE_LEH_PREV_RTO 0x40000000u
+/* ACK flags: bit 0 CE echo (ce_lane, ce_count valid; lane health steering,
+ * docs/lossy.md "Lane weights"). An older sroce sends 0: no echo. */
+#define SROCE_LEH_AF_CE 0x01u
 
 /* Host-order views and their accessors (the only code touching the bytes). */
 struct sroce_leh_req {
@@ -334,6 +342,8 @@ struct sroce_leh_req {
 struct sroce_leh_ack {
 	uint8_t echo_lane;
 	uint8_t flags;
+	uint8_t ce_lane;
+	uint8_t ce_count;
 	uint32_t echo_psn; /* with SROCE_LEH_PSN_VALID */
 	uint64_t sack;
 	uint64_t rtx;
@@ -345,7 +355,7 @@ static inline void sroce_leh_req_write(uint8_t *p, const struct sroce_leh_req *i
 	p[1] = in->flags;
 	p[2] = (uint8_t)(in->lane_seq >> 8);
 	p[3] = (uint8_t)in->lane_seq;
-	sroce_put_be32(p + 4, (in->prev_psn & 0x80ffffffu) |
+	sroce_put_be32(p + 4, (in->prev_psn & 0xc0ffffffu) |
 				      ((uint32_t)(in->retired_chunk & 7u) << 24));
 	sroce_put_be32(p + 8, (in->rsn & 0xffffffu) | ((uint32_t)in->retired << 24));
 	sroce_put_be32(p + 12, in->offset);
@@ -357,7 +367,7 @@ static inline void sroce_leh_req_read(const uint8_t *p, struct sroce_leh_req *ou
 	out->lane = p[0];
 	out->flags = p[1];
 	out->lane_seq = (uint16_t)((p[2] << 8) | p[3]);
-	out->prev_psn = sroce_get_be32(p + 4) & 0x80ffffffu;
+	out->prev_psn = sroce_get_be32(p + 4) & 0xc0ffffffu;
 	out->retired_chunk = (uint8_t)(p[4] & 7u);
 	out->rsn = sroce_get_be32(p + 8) & 0xffffffu;
 	out->retired = p[8];
@@ -369,7 +379,8 @@ static inline void sroce_leh_ack_write(uint8_t *p, const struct sroce_leh_ack *i
 {
 	p[0] = in->echo_lane;
 	p[1] = in->flags;
-	p[2] = p[3] = 0;
+	p[2] = in->ce_lane;
+	p[3] = in->ce_count;
 	sroce_put_be32(p + 4, in->echo_psn);
 	sroce_put_be64(p + 8, in->sack);
 	sroce_put_be64(p + 16, in->rtx);
@@ -379,6 +390,8 @@ static inline void sroce_leh_ack_read(const uint8_t *p, struct sroce_leh_ack *ou
 {
 	out->echo_lane = p[0];
 	out->flags = p[1];
+	out->ce_lane = p[2];
+	out->ce_count = p[3];
 	out->echo_psn = sroce_get_be32(p + 4);
 	out->sack = sroce_get_be64(p + 8);
 	out->rtx = sroce_get_be64(p + 16);

@@ -5,13 +5,19 @@ for real, each with lossy mode on (sroced config engine.lossy = true, the
 default) and off (compatible go-back-N), beside a clean baseline.
 
   fabric_lossy.py --bin build/bin [--loss 1] [--size 65536] [--iters 2000]
-                  [--cases clean,loss,reorder,failure] [--modes lossy,compat]
+                  [--cases clean,loss,reorder,failure,blackhole,blackhole0] [--modes lossy,compat]
 
 For each case and mode: `sroce-fabric up --sroced` (2 hosts, 4 spines), the
 impairment (`--loss` on every leaf-spine link direction; per-spine one-way
 delays 0/100/200/300 us for reorder; for failure every link of spine s2 goes
-down once the transfer is under way), then `ib_write_bw -F --report_gbits -q 1`
-(h2 server, h1 client, both through sroce-run) and `sroce-fabric down`.
+down once the transfer is under way; blackhole: every link of s2 drops 100 %
+of the RoCE packets (`impair s2 --loss 100 --match roce`: routes stay, so only
+the transport can steer around it; TCP, which perftest uses to exchange the
+QP numbers, still passes) once the transfer is under way; blackhole0: the same
+from before the start), then `ib_write_bw -F --report_gbits -q 1` (h2 server,
+h1 client, both through sroce-run) and `sroce-fabric down`. In the blackhole
+cases `ibv_rc_pingpong -c` (the server checks the data) then runs across the
+same blackhole: `data_ok`.
 Reported per run: goodput (Gbit/s, perftest's average), RoCE packets that
 entered each spine from leaf l1 (lanes spread a QP over the spines; one QP in
 compatible mode uses one), h1's engine retransmissions and timeouts, the
@@ -45,12 +51,17 @@ def log(msg: str) -> None:
 
 
 class Run:
-    def __init__(self, bindir: str, name: str, lossy: bool):
+    def __init__(self, bindir: str, name: str, mode: str):
         self.bindir = bindir
         self.fab = os.path.join(bindir, "sroce-fabric")
         self.name = name
         self.cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-        self.cfg.write(f"[engine]\nlossy = {'true' if lossy else 'false'}\n")
+        self.cfg.write(f"[engine]\nlossy = {'false' if mode == 'compat' else 'true'}\n")
+        # The variants of lossy mode docs/results/lossy.md compares against.
+        if mode == "lossy-fixcap":  # the reorder window capped at 50 us (before path skew)
+            self.cfg.write("reorder_timeout_max_us = 0\n")
+        if mode == "lossy-noweights":  # equal round robin over the lanes
+            self.cfg.write("lane_weights = false\n")
         self.cfg.close()
         self.env = dict(os.environ, SROCE_FABRIC_SROCED_CONFIG=self.cfg.name)
         self.procs: list[subprocess.Popen] = []
@@ -117,10 +128,32 @@ class Run:
                                f"{server.returncode}\n{out}\n--- server:\n{sout}")
         return perftest_out.bw_gbps(out), wall, out
 
+    def pingpong(self, port: int, iters: int, size: int, timeout: float = 120) -> bool:
+        """ibv_rc_pingpong -c h1 -> h2: both exit 0, the server found the client's pattern in
+        every page (it prints "invalid data" otherwise) and reports every iteration."""
+        run = os.path.join(self.bindir, "sroce-run")
+        pp = ["timeout", "-k", "5", str(int(timeout)), run, "--", "ibv_rc_pingpong", "-g", "0",
+              "-p", str(port), "-s", str(size), "-n", str(iters), "-c"]
+        server = subprocess.Popen([self.fab, "exec", "--name", self.name, "h2", "--", *pp],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env=self.env)
+        self.procs.append(server)
+        time.sleep(2.0)
+        addr = self.tool("addr", "h2").strip()
+        c = subprocess.run([self.fab, "exec", "--name", self.name, "h1", "--", *pp, addr],
+                           capture_output=True, text=True, timeout=timeout + 30, env=self.env)
+        sout = server.communicate(timeout=timeout + 30)[0]
+        ok = (c.returncode == 0 and server.returncode == 0 and "invalid data" not in sout
+              and f"\n{iters} iters in" in sout)
+        if not ok:
+            log(f"pingpong failed: client {c.returncode} server {server.returncode}\n"
+                f"{c.stdout}{c.stderr}\n--- server:\n{sout}")
+        return ok
+
 
 def one(args, case: str, mode: str) -> dict:
     name = f"sfl{os.getpid() % 100000}"
-    r = Run(args.bin, name, lossy=(mode == "lossy"))
+    r = Run(args.bin, name, mode)
     res: dict = {"case": case, "mode": mode}
     try:
         r.up(*(["--loss", str(args.loss)] if case == "loss" else []))
@@ -131,12 +164,27 @@ def one(args, case: str, mode: str) -> dict:
         before = r.into_spines()
         eng0 = r.engine("h1")
         during = None
-        if case == "failure":
+        blackhole = ["impair", "s2", "--loss", "100", "--match", "roce"]
+        if case == "blackhole0":
+            r.tool(*blackhole)
+        if case in ("failure", "blackhole"):
             def during():
                 time.sleep(args.fail_after)
-                r.tool("impair", "s2", "down")
+                r.tool(*(blackhole if case == "blackhole" else ["impair", "s2", "down"]))
                 res["failed_at_s"] = args.fail_after
-        gbps, wall, _ = r.write_bw(args.size, args.iters, args.timeout, during)
+        # A compatible QP hashed onto the blackholed spine never completes:
+        # its retries run out (or perftest waits); a shorter bound then.
+        lossy = mode != "compat"
+        tmo = args.timeout if not case.startswith("blackhole") or lossy else 60
+        try:
+            gbps, wall, _ = r.write_bw(args.size, args.iters, tmo, during)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            if not case.startswith("blackhole") or lossy:
+                raise
+            res.update({"completed": False, "error": str(e)[-600:]})
+            gbps, wall = 0.0, 0.0
+        if case.startswith("blackhole"):
+            res["data_ok"] = r.pingpong(PORT + 1, 100, 65536) if lossy else None
         after = r.into_spines()
         eng = r.engine("h1")
         res.update({
@@ -144,8 +192,13 @@ def one(args, case: str, mode: str) -> dict:
             "spine_packets": {s: after[s] - before.get(s, 0) for s in sorted(after)},
             "retransmits": eng["retransmits"] - eng0["retransmits"],
             "timeouts": eng["timeouts"] - eng0["timeouts"],
-            "ok": True,
         })
+        res.setdefault("completed", True)
+        # A blackhole may defeat compatible mode (the reference); lossy mode
+        # must complete, with correct data.
+        res["ok"] = res["completed"] or not lossy
+        if res.get("data_ok") is False:
+            res["ok"] = False
     except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
         res.update({"ok": False, "error": str(e)[-2000:]})
     finally:
@@ -162,8 +215,10 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--timeout", type=float, default=180, help="per ib_write_bw run (s)")
     ap.add_argument("--fail-after", type=float, default=1.0, help="failure case: s2 down after (s)")
-    ap.add_argument("--cases", default="clean,loss,reorder,failure")
-    ap.add_argument("--modes", default="lossy,compat")
+    ap.add_argument("--cases", default="clean,loss,reorder,failure,blackhole,blackhole0")
+    ap.add_argument("--modes", default="lossy,compat",
+                    help="of lossy, compat, lossy-fixcap (reorder window capped at 50 us), "
+                    "lossy-noweights (equal round robin)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         log("needs root (network namespaces)")
@@ -182,10 +237,25 @@ def main() -> int:
                      "ok": all(x["ok"] for x in runs), "runs": runs}
     for c in args.cases.split(","):
         lo, co = by.get((c, "lossy")), by.get((c, "compat"))
+        if lo and lo["ok"] and c.startswith("blackhole"):
+            summary[f"{c}_gbps_lossy"] = lo["gbps"]
+            summary[f"{c}_data_ok"] = lo.get("data_ok")
+            if co:
+                summary[f"{c}_gbps_compat"] = co["gbps"]
+                summary[f"{c}_compat_completed"] = co.get("completed")
+            continue
         if lo and co and lo["ok"] and co["ok"] and co["gbps"] > 0:
             summary[f"{c}_gbps_lossy"] = lo["gbps"]
             summary[f"{c}_gbps_compat"] = co["gbps"]
             summary[f"{c}_lossy_over_compat"] = round(lo["gbps"] / co["gbps"], 3)
+        for v in ("lossy-fixcap", "lossy-noweights"):
+            x = by.get((c, v))
+            if x and x["ok"]:
+                k = v.replace("-", "_")
+                summary[f"{c}_gbps_{k}"] = x["gbps"]
+                summary[f"{c}_retransmits_{k}"] = x["retransmits"]
+        if lo and lo["ok"]:
+            summary[f"{c}_retransmits_lossy"] = lo["retransmits"]
     print(json.dumps(summary), flush=True)
     return 0 if summary["ok"] else 1
 

@@ -173,9 +173,46 @@ def plot_spray(d, out):
     fig.savefig(os.path.join(out, "lossy-spray-vs-ecmp.png"), dpi=110)
 
 
+def plot_lane_weights(d, out):
+    s = summary(os.path.join(d, "lossy-lane-weights.jsonl"))
+    runs = s["runs"]
+    names = ["equal spraying", "lane weights"]
+    keys = ["equal", "weighted"]
+    colors = ["tab:orange", "tab:green"]
+    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
+    ax[0].bar(names, [runs[k]["goodput_gbps"] for k in keys], color=colors)
+    ax[0].set_ylabel("goodput (Gbit/s)")
+    ax[0].set_title(f"4 spines, spine {s['slow_spine']} at {s['slow_gbps']} Gbit/s")
+    x = range(2)
+    ax[1].bar([i - 0.2 for i in x], [runs[k]["p50_fct_us"] for k in keys], 0.4, color=colors,
+              label="p50")
+    ax[1].bar([i + 0.2 for i in x], [runs[k]["p99_fct_us"] for k in keys], 0.4, color=colors,
+              hatch="//", alpha=0.6, label="p99")
+    ax[1].set_xticks(list(x))
+    ax[1].set_xticklabels(names)
+    ax[1].set_ylabel("64 KiB WRITE completion time (us)")
+    ax[1].legend(fontsize=7)
+    ax[1].set_title("per-WR completion time")
+    for i, k in enumerate(keys):
+        lanes = runs[k]["per_lane"]
+        xs = [l["lane"] + (0.4 * i) for l in lanes]
+        cols = ["tab:red" if l["spine"] == s["slow_spine"] else colors[i] for l in lanes]
+        ax[2].bar(xs, [l["tx_packets"] for l in lanes], 0.4, color=cols,
+                  hatch="" if i == 0 else "..", label=names[i])
+    ax[2].set_xlabel("lane (red: through the slow spine)")
+    ax[2].set_ylabel("packets sent")
+    ax[2].legend(fontsize=7)
+    ax[2].set_title("packets per lane")
+    for a in ax[:2]:
+        a.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "lossy-lane-weights.png"), dpi=110)
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "docs/results"
-    for fn in (plot_loss_sweep, plot_reorder, plot_path_failure, plot_trim, plot_spray):
+    for fn in (plot_loss_sweep, plot_reorder, plot_path_failure, plot_trim, plot_spray,
+               plot_lane_weights):
         fn(d, d)
     print("wrote lossy-*.png in", d)
 

@@ -191,3 +191,18 @@ TEST_CASE("spray-vs-ecmp: lanes shorten the permutation tail", "[lossy][experime
   CHECK(s["p99_fct_us_lanes"].get<double>() < s["p99_fct_us_ecmp"].get<double>());
   CHECK(s["lanes"]["pfc_pauses"].get<uint64_t>() < s["ecmp"]["pfc_pauses"].get<uint64_t>());
 }
+
+TEST_CASE("lane-weights: a slow path gets fewer packets and the QP more goodput",
+          "[lossy][experiments]") {
+  auto [rc, s] = run("lane-weights", {{"bytes", "8388608"}});
+  INFO(s.dump());
+  REQUIRE(rc == 0);
+  REQUIRE(s["ok"] == true);
+  REQUIRE(s["lanes_on_slow"].get<int>() > 0);
+  // Equal spraying gives the 10 Gbit/s spine its round-robin share; the
+  // weights cut it (CE echoes, delay) below that, and the QP moves faster.
+  CHECK(s["slow_share_weighted"].get<double>() < 0.7 * s["slow_share_equal"].get<double>());
+  CHECK(s["goodput_gbps_weighted"].get<double>() > 1.3 * s["goodput_gbps_equal"].get<double>());
+  CHECK(s["lanes_retired_weighted"] == 0);  // steered, not retired
+  CHECK(s["runs"]["weighted"]["ce_marked"].get<uint64_t>() > 0);
+}

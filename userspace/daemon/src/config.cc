@@ -390,6 +390,8 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.string("engine.cc.dcqcn_preset", c.engine.cc.dcqcn_preset, {"connectx", "paper"});
   r.boolean("engine.cc.notification_point", c.engine.cc.notification_point);
   r.integer("engine.cc.ack_every", c.engine.cc.ack_every, 1, 64);
+  r.boolean("engine.lane_weights", c.engine.lane_weights);
+  r.integer("engine.reorder_timeout_max_us", c.engine.reorder_timeout_max_us, 0, 1'000'000);
 
   r.string("log.level", c.log.level, kLogLevels);
 

@@ -120,6 +120,10 @@ struct Config {
       bool notification_point = true;      // answer CE-marked requests with CNPs
       uint32_t ack_every = 1;              // AckReq on every n-th request packet while cc runs
     } cc;
+    // docs/lossy.md: lane weights (CE / loss / delay steer the spray) and
+    // the reorder window's upper bound in us (0: stays at reorder_timeout).
+    bool lane_weights = true;
+    uint32_t reorder_timeout_max_us = 1000;
   } engine;
 
   struct Log {

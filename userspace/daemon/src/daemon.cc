@@ -214,6 +214,9 @@ Result<void> Daemon::start() {
   ec.lossy.enable = cfg_.engine.lossy;
   if (cfg_.engine.lanes != 0) ec.lossy.lanes = static_cast<uint16_t>(cfg_.engine.lanes);
   apply_cc_config(cfg_, ec);  // [engine.cc]
+  ec.lossy.lane_weights = cfg_.engine.lane_weights;
+  ec.lossy.reorder_timeout_max =
+      Duration::micros(static_cast<int64_t>(cfg_.engine.reorder_timeout_max_us));
   const uint32_t overhead = 72 + (ec.lossy.enable ? SROCE_LEH_LEN : 0);
   if (dp_limit != 0) {
     // The largest IB MTU whose packets fit (the rule of QUERY_PORT's

@@ -143,6 +143,7 @@ void Engine::Impl::comp_on_timer(Qp& qp, Time now) {
     // Lossy mode resends only what the receiver has not SACKed, with
     // exponential backoff (docs/lossy.md); compatible mode goes back N.
     if (qp.lossy.tx) return lossy_on_rto(qp, now);
+    lossy_rehash(qp);  // docs/lossy.md: a new path after a timeout
     qp.implied_valid = false;
     comp_retry(qp, req_resume_psn(qp), now, true);
   }

@@ -156,7 +156,9 @@ class Engine::Impl {
   void lossy_rx_compat(eng::Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta, Time now);
   void lossy_rx_trimmed(eng::Qp& qp, uint32_t psn, Time now);
   void lossy_rx_timer(eng::Qp& qp, Time now);
-  void lossy_ack_trailer(eng::Qp& qp, uint8_t* out);
+  void lossy_ack_trailer(eng::Qp& qp, uint8_t* out, PacketMeta& meta);
+  void lossy_rehash(eng::Qp& qp);
+  void lossy_peer_port(eng::Qp& qp, uint16_t port);
 
   // packet helpers (tx.cc)
   void fill_meta(const eng::Qp& qp, PacketMeta& meta) const;

@@ -35,6 +35,56 @@ constexpr Duration kRtoCap = Duration::millis(500);
 
 TxSlot& slot(Qp& qp, uint32_t psn) { return qp.lossy.txw[psn & (kLossyWindow - 1)]; }
 
+// Lane weights (docs/lossy.md "Lane weights"; MP-RDMA, NSDI 2018: per-path
+// congestion state from ECN steers which path the next packet takes). A
+// congestion signal for a lane (a CE echo, a retransmission request, or its
+// windowed-minimum RTT above the QP's lowest lane RTT by the delay target)
+// cuts its weight by a quarter, at most once per QP srtt, never below
+// kWeightMin (the lane keeps a trickle, so it is still measured). Weights
+// come back linearly with time: from kWeightMin to full in kRestoreRtts srtts.
+// Spraying is smooth weighted round robin: deterministic, no allocation, and
+// with equal weights exactly round robin.
+constexpr uint32_t kWeightMin = kLaneWeightFull / 16;
+constexpr uint32_t kRestoreRtts = 32;
+constexpr uint32_t kDelayWindow = 8;  // RTT samples per windowed minimum
+
+void weight_cut(Lossy& l, LaneTx& t, Time now) {
+  const Duration gap = Duration::picos(l.srtt_ps);
+  if (t.cuts > 0 && now - t.cut_at < gap) return;  // once per RTT
+  t.cut_at = now;
+  ++t.cuts;
+  t.weight = std::max(kWeightMin, t.weight - t.weight / 4);
+}
+
+// Linear restore of every lane's weight up to now (called per ACK).
+void weight_restore(Lossy& l, Time now) {
+  if (l.srtt_ps <= 0 || now < l.weight_at) {
+    l.weight_at = now;
+    return;
+  }
+  const int64_t span = l.srtt_ps * kRestoreRtts;
+  const int64_t dt = std::min((now - l.weight_at).ps, span);  // no overflow below
+  const int64_t inc = dt * int64_t{kLaneWeightFull} / span;
+  if (inc <= 0) return;  // keep weight_at: the time accumulates
+  l.weight_at = now;
+  for (uint16_t i = 0; i < l.nlanes; ++i) {
+    LaneTx& t = l.lanes[i];
+    t.weight = static_cast<uint32_t>(std::min<int64_t>(kLaneWeightFull, t.weight + inc));
+  }
+}
+
+// One RTT sample of a lane (first transmissions only, Karn): a windowed
+// minimum over kDelayWindow samples filters out the samples inflated by a
+// hole on another lane (the cumulative point waited for it); a standing
+// queue on the lane's path raises every sample.
+void weight_delay_sample(const EngineConfig& c, Lossy& l, LaneTx& t, int64_t r, Time now) {
+  if (l.lane_base_ps == 0 || r < l.lane_base_ps) l.lane_base_ps = r;
+  if (t.win_n == 0 || r < t.win_min_ps) t.win_min_ps = r;
+  if (++t.win_n < kDelayWindow) return;
+  t.win_n = 0;
+  if (t.win_min_ps > l.lane_base_ps + c.lossy.lane_delay_target.ps) weight_cut(l, t, now);
+}
+
 }  // namespace
 
 void Engine::Impl::lossy_reset_tx(Qp& qp) {
@@ -49,6 +99,8 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   l.rto_backoff = 0;
   l.peer_dups = 0;
   l.srtt_ps = l.rttvar_ps = 0;
+  l.lane_base_ps = 0;
+  l.weight_at = Time{};
   for (TxSlot& t : l.txw) t = TxSlot{};
   for (LaneTx& t : l.lanes) t = LaneTx{};
 }
@@ -122,6 +174,31 @@ uint16_t Engine::Impl::lane_port(const Qp& qp, uint8_t lane) const {
   return static_cast<uint16_t>(0xc000 | ((qp.src_port - 0xc000u + lane) & 0x3fff));
 }
 
+// A retransmission timeout in compatible mode on a QP that offers lossy
+// mode: the QP's source port (its ECMP path, and lane 0's) moves to the next
+// one, as Linux TCP picks a new flow hash on an RTO (and PLB repaths on
+// congestion): before the switch to lossy mode a QP has one path, and if
+// that path is a blackhole (a dead spine that routing did not withdraw) its
+// first message would never arrive, so the peer's CAP would never be seen.
+// Any source port is valid RoCEv2 (Annex A17.2.2: entropy); the peer reads
+// none of it.
+void Engine::Impl::lossy_rehash(Qp& qp) {
+  if (!qp.is_rc() || !qp.lossy.offer || qp.lossy.tx) return;
+  qp.src_port = lane_port(qp, 1);
+}
+
+// The responder's side of the same: a compatible request from a new source
+// port means the peer's requester timed out and repathed, maybe because our
+// ACKs went into the blackhole; our ACKs take a new path too.
+void Engine::Impl::lossy_peer_port(Qp& qp, uint16_t port) {
+  Lossy& l = qp.lossy;
+  if (!qp.is_rc() || !l.offer) return;
+  // (Also when our own requester is lossy already: the compatible ACKs go
+  // from qp.src_port, and its lanes only shift by one port.)
+  if (l.peer_port != 0 && port != l.peer_port) qp.src_port = lane_port(qp, 1);
+  l.peer_port = port;
+}
+
 namespace {
 
 Duration probe_hold(const LaneTx& t) {
@@ -153,6 +230,22 @@ uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
       return static_cast<uint8_t>(i);
     }
   }
+  if (cfg_.lossy.lane_weights) {
+    // Smooth weighted round robin over the active lanes.
+    int32_t total = 0;
+    int best = -1;
+    for (uint16_t i = 0; i < l.nlanes; ++i) {
+      LaneTx& t = l.lanes[i];
+      if (!t.active) continue;
+      t.swrr += static_cast<int32_t>(t.weight);
+      total += static_cast<int32_t>(t.weight);
+      if (best < 0 || t.swrr > l.lanes[best].swrr) best = i;
+    }
+    if (best >= 0) {
+      l.lanes[best].swrr -= total;
+      return static_cast<uint8_t>(best);
+    }
+  }
   for (uint16_t k = 0; k < l.nlanes; ++k) {
     const uint16_t i = static_cast<uint16_t>((l.next_lane + k) % l.nlanes);
     if (l.lanes[i].active) {
@@ -178,6 +271,9 @@ void Engine::Impl::lossy_trailer_lanes(Qp& qp, uint8_t lane, sroce_leh_req& leh)
     if (!l.lanes[8 * c + i].active) bits = static_cast<uint8_t>(bits | (1u << i));
   leh.retired = bits;
   leh.retired_chunk = static_cast<uint8_t>(c);
+  // In timeout recovery (backed off, no progress since): tell the receiver,
+  // whose ACKs may be what is lost (docs/wire.md, PREV_RTO).
+  if (l.rto_backoff > 0 && (leh.flags & SROCE_LEH_F_RETX)) leh.prev_psn |= SROCE_LEH_PREV_RTO;
 }
 
 void Engine::Impl::lossy_on_sent(Qp& qp, uint32_t psn, uint8_t lane, bool retx, Time now) {
@@ -253,6 +349,14 @@ size_t Engine::Impl::lossy_retransmit(Qp& qp, uint8_t* out, PacketMeta& meta, Ti
 void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ack& leh, Time now) {
   Lossy& l = qp.lossy;
   ++qp.stats.sacks_received;
+  const bool weights = cfg_.lossy.lane_weights;
+  if (weights) weight_restore(l, now);
+  if ((leh.flags & SROCE_LEH_AF_CE) && leh.ce_count > 0 && leh.ce_lane < l.nlanes) {
+    // The receiver saw CE marks on packets of this lane (docs/wire.md).
+    LaneTx& ct = l.lanes[leh.ce_lane];
+    ct.ce += leh.ce_count;
+    if (weights && ct.active) weight_cut(l, ct, now);
+  }
   if (leh.dup_total > l.peer_dups) {
     qp.stats.spurious_retransmits += leh.dup_total - l.peer_dups;
     l.peer_dups = leh.dup_total;
@@ -296,12 +400,24 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
       pl.active = true;
       pl.score = kRetireScore / 2;
       pl.since_decay = 0;
+      pl.weight = kLaneWeightFull;  // its share back; the signals cut it again if needed
+      pl.swrr = 0;
+      pl.win_n = 0;
     }
     if (!t.rtt_armed || now < t.sent) return;
+    // Only PSNs the previous ACK could have reported (within its SACK
+    // bitmap) arrived since it: beyond it, a PSN that arrived long ago shows
+    // up only now that the cumulative point came near, and its sample would
+    // hold the wait for a hole on another lane.
+    if (psn_diff(t.psn, qp.acked_psn) > static_cast<int32_t>(kSackBits)) {
+      t.rtt_armed = false;
+      return;
+    }
     const int64_t r = (now - t.sent).ps;
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
     lt.srtt_ps = lt.srtt_ps == 0 ? r : (7 * lt.srtt_ps + r) / 8;
     t.rtt_armed = false;
+    if (weights && lt.active) weight_delay_sample(cfg_, l, lt, r, now);
   };
   for (uint32_t q = psn_add(qp.acked_psn, 1); psn_diff(q, cum) <= 0; q = psn_add(q, 1)) {
     TxSlot& t = slot(qp, q);
@@ -332,12 +448,26 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     ++lt.naks;
     if (!lt.active) continue;  // a probe: lossy_on_sent sees it fail when resent
     lt.score += kLossPenalty;
+    if (weights) {
+      // Loss steers weights only where it stands out: uniform random loss
+      // hits every lane alike, and cutting whichever lane it hit last would
+      // only unbalance the spray (5 % loss: -15 % goodput that way).
+      uint32_t sum = 0, n = 0;
+      for (uint16_t k = 0; k < l.nlanes; ++k)
+        if (l.lanes[k].active) {
+          sum += l.lanes[k].score;
+          ++n;
+        }
+      if (n > 1 && lt.score >= kRetireScore / 2 && uint64_t{lt.score} * n > 3ull * sum)
+        weight_cut(l, lt, now);
+    }
     if (lt.active && lt.score >= kRetireScore) {
       uint32_t active = 0;
       for (uint16_t k = 0; k < l.nlanes; ++k) active += l.lanes[k].active ? 1 : 0;
       if (active > 1) {
         lt.active = false;  // retired: no new packets until its hold-down ends
         lt.retired_at = now;
+        lt.swrr = 0;
       }
     }
   }
@@ -409,6 +539,9 @@ size_t Engine::Impl::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
     o.naks = l.lanes[i].naks;
     o.losses_detected = l.lanes_rx[i].losses;
     o.srtt_ps = l.lanes[i].srtt_ps;
+    o.weight = l.lanes[i].weight;
+    o.ce_echoed = l.lanes[i].ce;
+    o.weight_cuts = l.lanes[i].cuts;
   }
   return n;
 }

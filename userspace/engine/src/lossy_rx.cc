@@ -30,16 +30,27 @@ uint32_t ring(uint32_t psn) { return psn & (kLossyWindow - 1); }
 constexpr Duration kReoFloor = Duration::micros(1);
 constexpr uint8_t kReoMultMax = 16;  // 4 min RTTs
 constexpr uint8_t kReoCleanRounds = 16;
-constexpr uint32_t kRttWindow = 64;  // samples per window of the minimum RTT
+constexpr uint32_t kRttWindow = 64;  // samples per window of the minimum RTT (and of the skew maximum)
 
 Duration reorder_timeout(const EngineConfig& c) {
   return std::max(c.lossy.reorder_timeout, Duration::nanos(1));
 }
+// Path skew the receiver measured (an original arriving this long after a
+// later PSN) with a margin of a quarter: the window never goes below it,
+// and it lifts the cap from reorder_timeout up to reorder_timeout_max. RACK
+// (RFC 8985 6.2) bounds reo_wnd by the srtt; our receiver has no RTT
+// without loss, so the skew it saw is the evidence instead.
+Duration skew_window(const EngineConfig& c, const Lossy& l) {
+  if (l.reo_skew_ps <= 0) return Duration::picos(0);
+  const Duration hard = std::max(reorder_timeout(c), c.lossy.reorder_timeout_max);
+  return std::min(Duration::picos(l.reo_skew_ps + l.reo_skew_ps / 4) + kReoFloor, hard);
+}
 Duration reorder_window(const EngineConfig& c, const Lossy& l) {
-  const Duration cap = reorder_timeout(c);
+  const Duration skew = skew_window(c, l);
+  const Duration cap = std::max(reorder_timeout(c), skew);
   if (l.rx_rtt_min_ps <= 0) return cap;
   const Duration w = Duration::picos(l.rx_rtt_min_ps * l.reo_mult / 4);
-  return std::min(std::max(w, kReoFloor), cap);
+  return std::min(std::max({w, kReoFloor, skew}), cap);
 }
 uint32_t ns32(Time t) { return static_cast<uint32_t>(t.ps / 1000); }
 bool test(const uint64_t* m, uint32_t psn) { return (m[ring(psn) >> 6] >> (ring(psn) & 63)) & 1; }
@@ -85,6 +96,24 @@ MemStatus place_sgl(Impl& e, Qp& qp, const Sge* sges, uint32_t n, uint32_t total
 
 // Declares `q` lost (once until it arrives or the reorder timer re-asks):
 // the next ACK asks for exactly it.
+// Path skew (docs/lossy.md, reorder window): an original arrived
+// `now - hole_ns` after a later PSN; the maximum over the last window of
+// kRttWindow such samples. hole_ns is nonzero from when a later PSN first
+// passed this one until the original came (0: nothing to measure).
+void skew_sample(const EngineConfig& c, Lossy& l, uint32_t psn, Time now) {
+  RxSlot& r = l.rxs[ring(psn)];
+  if (r.hole_ns == 0) return;
+  const int64_t skew = int64_t{static_cast<uint32_t>(ns32(now) - r.hole_ns)} * 1000;
+  r.hole_ns = 0;
+  if (skew > std::max(reorder_timeout(c), c.lossy.reorder_timeout_max).ps) return;
+  l.reo_skew_ps = std::max(l.reo_skew_ps, skew);
+  if (l.reo_skew_n == 0 || skew > l.reo_skew_win_ps) l.reo_skew_win_ps = skew;
+  if (++l.reo_skew_n >= kRttWindow) {
+    l.reo_skew_ps = l.reo_skew_win_ps;
+    l.reo_skew_n = 0;
+  }
+}
+
 bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words, Time now) {
   Lossy& l = qp.lossy;
   const int32_t d = psn_diff(q, qp.resp_psn);
@@ -120,10 +149,13 @@ void Engine::Impl::lossy_reset_rx(Qp& qp) {
   l.rsn_commit = 0;
   l.dup_total = 0;
   l.lanes_seen = 0;
+  l.peer_port = 0;
   l.peer_lanes = 1;
   l.peer_retired = 0;
   l.retired_seen = 0;
   l.echo_lane = 0;
+  l.ack_lane = 0;
+  l.ack_hop_at = Time::zero();
   l.echo_psn = 0;
   l.gap_mark = 0;
   l.gap_fires = 0;
@@ -134,6 +166,8 @@ void Engine::Impl::lossy_reset_rx(Qp& qp) {
   l.rtt_probe_on = false;
   l.reo_mult = 1;
   l.reo_clean = 0;
+  l.reo_skew_ps = l.reo_skew_win_ps = 0;
+  l.reo_skew_n = 0;
   for (LaneRx& r : l.lanes_rx) r = LaneRx{};
 }
 
@@ -164,7 +198,7 @@ void commit(Impl& e, Qp& qp) {
     RxSlot& r = l.rxs[ring(p)];
     if (r.action == RxSlot::kDeferred) {
       const RxSlot d = r;
-      r = RxSlot{};
+      r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       clr(l.have, p);
       clr(l.lost, p);
       clr(l.stale, p);
@@ -201,7 +235,7 @@ void commit(Impl& e, Qp& qp) {
     } else if (r.action == RxSlot::kMsgLast) {
       qp.msn = psn_add(qp.msn, 1);
     }
-    r = RxSlot{};
+    r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
     clr(l.have, p);
     clr(l.lost, p);
     clr(l.stale, p);
@@ -223,7 +257,7 @@ void passed(Qp& qp, uint32_t from) {
     clr(l.lost, p);
     clr(l.stale, p);
     clr(l.report, p);
-    l.rxs[ring(p)] = RxSlot{};
+    l.rxs[ring(p)] = RxSlot{.hole_ns = l.rxs[ring(p)].hole_ns};
     if (psn_diff(p, from) >= static_cast<int32_t>(kLossyWindow)) break;
   }
 }
@@ -391,6 +425,8 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   bool declared = false;
   // Every lane's sequence starts at 0 at the switch, on both sides.
   LaneRx& lr = l.lanes_rx[lane];
+  // CE marks per lane, echoed in the ACK trailer (lane weights at the sender).
+  if ((meta.traffic_class & 3) == 3 && lr.ce_pending < UINT16_MAX) ++lr.ce_pending;
   if (lr.resync) {
     lr.exp_seq = leh.lane_seq;
     lr.resync = false;
@@ -422,6 +458,19 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   const int32_t d = psn_diff(psn, qp.resp_psn);
   if (d < 0 || (d < static_cast<int32_t>(kLossyWindow) && test(l.have, psn))) {
     // Already had it: a spurious retransmission (echoed to the sender).
+    // Resent by the sender's timer although we have it: our ACKs are not
+    // getting through (a path that drops them). The ACKs move to the next
+    // lane, once per such burst (PLB-style repathing, for the ACK path).
+    if ((leh.prev_psn & SROCE_LEH_PREV_RTO) && now - l.ack_hop_at >= reorder_timeout(cfg_)) {
+      l.ack_hop_at = now;
+      l.ack_lane = static_cast<uint8_t>((l.ack_lane + 1) % std::max<uint16_t>(l.peer_lanes, 1));
+    }
+    // An original after its retransmission (the declaration was spurious):
+    // its lateness is skew too, while its slot is not reused (rx_high has
+    // not passed psn + window).
+    if (!(leh.flags & SROCE_LEH_F_RETX) && d > -static_cast<int32_t>(kLossyWindow) &&
+        psn_diff(psn_add(psn, static_cast<int32_t>(kLossyWindow)), l.rx_high) >= 0)
+      skew_sample(cfg_, l, psn, now);
     ++l.dup_total;
     ++qp.stats.duplicates_lossy;
     if (d < 0 && rd_atomic) return resp_on_request(qp, pkt, meta, now);  // replay (IBA 9.7)
@@ -459,7 +508,14 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   }
   if (static_cast<uint64_t>(d) > qp.stats.max_reorder_depth)
     qp.stats.max_reorder_depth = static_cast<uint64_t>(d);
-  if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) l.rx_high = psn_add(psn, 1);
+  if (psn_diff(psn, l.rx_high) < 0) {
+    if (!(leh.flags & SROCE_LEH_F_RETX)) skew_sample(cfg_, l, psn, now);  // a late original
+  } else {
+    for (uint32_t q = l.rx_high; psn_diff(q, psn) < 0; q = psn_add(q, 1))
+      l.rxs[ring(q)].hole_ns = ns32(now) | 1;
+    l.rxs[ring(psn)].hole_ns = 0;  // in order: no hole
+    l.rx_high = psn_add(psn, 1);
+  }
 
   // READ and atomics run in order, by the compatible code: early ones wait
   // in their slot (deferred). SENDs through an SRQ (a shared queue cannot be
@@ -468,7 +524,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   if (in_order_only) {
     if (d != 0 && rd_atomic) {
       RxSlot& r = l.rxs[ring(psn)];
-      r = RxSlot{};
+      r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       r.action = RxSlot::kDeferred;
       r.opcode = pkt.bth.opcode;
       if (f & SROCE_HAS_RETH) {
@@ -585,7 +641,11 @@ void Engine::Impl::lossy_rx_trimmed(Qp& qp, uint32_t psn, Time now) {
   if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, psn)) return;
   clr(l.lost, psn);  // ask even if asked before: this copy was cut too
   declare_lost(qp, psn, l.lost, now);
-  if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) l.rx_high = psn_add(psn, 1);
+  if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) {
+    for (uint32_t q = l.rx_high; psn_diff(q, psn) < 0; q = psn_add(q, 1))
+      l.rxs[ring(q)].hole_ns = ns32(now) | 1;
+    l.rx_high = psn_add(psn, 1);
+  }
   if (l.gap_deadline == Time::never()) {
     l.gap_mark = l.rx_high;
     l.gap_deadline = now + reorder_window(cfg_, l);
@@ -637,12 +697,26 @@ void Engine::Impl::lossy_rx_timer(Qp& qp, Time now) {
   timer_update(qp);
 }
 
-void Engine::Impl::lossy_ack_trailer(Qp& qp, uint8_t* out) {
+void Engine::Impl::lossy_ack_trailer(Qp& qp, uint8_t* out, PacketMeta& meta) {
   Lossy& l = qp.lossy;
+  // ACKs go on one lane (our source port), lane 0 unless the sender's
+  // timeout recovery showed they stopped arriving (lossy_rx_request).
+  meta.src_port = lane_port(qp, l.ack_lane);
   sroce_leh_ack a{};
   a.echo_lane = l.echo_lane;
   a.echo_psn = l.echo_psn;
   a.dup_total = l.dup_total;
+  // CE echo: the lane with the most CE marks not yet reported (one per ACK;
+  // the others follow on the next ACKs).
+  uint16_t ce_best = 0;
+  for (uint16_t i = 0; i < l.lanes_seen && i < kMaxLanes; ++i)
+    if (l.lanes_rx[i].ce_pending > l.lanes_rx[ce_best].ce_pending) ce_best = i;
+  if (const uint16_t n = l.lanes_rx[ce_best].ce_pending; n > 0) {
+    a.flags = static_cast<uint8_t>(a.flags | SROCE_LEH_AF_CE);
+    a.ce_lane = static_cast<uint8_t>(ce_best);
+    a.ce_count = static_cast<uint8_t>(std::min<uint16_t>(n, 255));
+    l.lanes_rx[ce_best].ce_pending = static_cast<uint16_t>(n - a.ce_count);
+  }
   // Bitmaps only on an ACK: a NAK's BTH PSN is not the cumulative point.
   const bool is_ack = sroce_aeth_type(qp.ack_syndrome) == SROCE_AETH_ACK;
   for (uint32_t i = 0; is_ack && i < kSackBits; ++i) {

@@ -122,6 +122,7 @@ struct RxSlot {
   uint64_t swap_add = 0;
   uint64_t compare = 0;
   uint32_t asked_ns = 0;  // missing PSN: when it was last asked for (low 32 bits of ns)
+  uint32_t hole_ns = 0;   // missing PSN: when a later PSN first arrived (reorder delay)
 };
 
 struct LaneTx {
@@ -140,6 +141,15 @@ struct LaneTx {
   Time probe_at;
   int64_t srtt_ps = 0;
   uint64_t tx = 0, retx = 0, naks = 0;
+  // Lane weights (docs/lossy.md): smooth weighted round robin over `weight`
+  // (kLaneWeightFull = full), cut on CE / loss / queueing delay at most once
+  // per RTT, restored linearly with time.
+  uint32_t weight = kLaneWeightFull;
+  int32_t swrr = 0;          // SWRR current value
+  Time cut_at;               // last decrease
+  int64_t win_min_ps = 0;    // minimum RTT sample of the current window
+  uint32_t win_n = 0;        // samples in it
+  uint64_t ce = 0, cuts = 0;
 };
 
 struct LaneRx {
@@ -147,6 +157,7 @@ struct LaneRx {
   bool used = false;     // a first transmission arrived on this lane
   bool resync = false;   // adopt the next sequence seen (switch on a retransmission)
   uint32_t hi_new = 0;   // highest PSN of a first transmission on this lane
+  uint16_t ce_pending = 0;  // CE-marked requests not yet echoed (ACK trailer)
   uint64_t losses = 0;
 };
 
@@ -170,6 +181,8 @@ struct Lossy {
   uint32_t rto_backoff = 0;
   uint32_t peer_dups = 0; // last dup_total echoed by the peer
   int64_t srtt_ps = 0, rttvar_ps = 0;
+  int64_t lane_base_ps = 0;  // lowest RTT sample of any lane (lane weights)
+  Time weight_at;            // lane weights last restored
   std::vector<TxSlot> txw;  // kLossyWindow
   LaneTx lanes[kMaxLanes];
   // responder
@@ -192,6 +205,9 @@ struct Lossy {
   uint32_t retired_psn[kMaxLanes / 8] = {};  // PSN that last updated each chunk
   uint8_t retired_seen = 0;                  // chunks updated at least once
   uint8_t echo_lane = 0;
+  uint8_t ack_lane = 0;       // lane (our source port) lossy ACKs go on
+  Time ack_hop_at;            // ack_lane last moved
+  uint16_t peer_port = 0;     // source port of the peer's last compatible request
   uint32_t echo_psn = 0;      // with SROCE_LEH_PSN_VALID
   uint32_t gap_mark = 0;      // PSNs before it are lost when the gap timer fires
   // Reorder window (RACK-like, RFC 8985): a fraction of the minimum RTT the
@@ -206,6 +222,11 @@ struct Lossy {
   bool rtt_probe_on = false;
   uint8_t reo_mult = 1;
   uint8_t reo_clean = 0;
+  // Path skew the receiver saw: how long an original arrived after a later
+  // PSN (hole_ns), the maximum over windows of kRttWindow late originals;
+  // lifts the reorder window's cap up to reorder_timeout_max.
+  int64_t reo_skew_ps = 0, reo_skew_win_ps = 0;
+  uint32_t reo_skew_n = 0;
   Time rtt_probe_at;
   uint32_t gap_fires = 0;     // consecutive timer fires without progress (backoff)
   Time gap_deadline = Time::never();

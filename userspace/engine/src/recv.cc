@@ -153,6 +153,7 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
     // docs/lossy.md: after a mid-stream switch, compatible packets from
     // before it still come in order.
     if (qp.is_rc() && qp.lossy.rx) return lossy_rx_compat(qp, pkt, meta, now);
+    lossy_peer_port(qp, meta.src_port);  // docs/lossy.md: the peer repathed after a timeout
     resp_on_request(qp, pkt, meta, now);
   }
 }

@@ -283,6 +283,9 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
     lt.has_prev = true;
     out[8] |= SROCE_BTH8_SROCE_EXT;
     meta.src_port = lane_port(qp, lane);
+    // Lane weights read CE marks per lane: ECT(0) (RFC 3168; docs/lossy.md).
+    if (cfg_.lossy.lane_weights)
+      meta.traffic_class = static_cast<uint8_t>((meta.traffic_class & ~3u) | 2u);
   }
   const size_t len = finish_packet(out, hdr, payload, meta, lossy ? trailer : nullptr);
   if (lossy) lossy_on_sent(qp, bth.psn, lane, resend, now);

@@ -76,7 +76,7 @@ size_t build_ack(Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta) {
   uint8_t trailer[SROCE_LEH_LEN];
   if (lossy) {
     out[8] |= SROCE_BTH8_SROCE_EXT;
-    e.lossy_ack_trailer(qp, trailer);
+    e.lossy_ack_trailer(qp, trailer, meta);  // also picks the ACK's lane
     ++qp.stats.sacks_sent;
   }
   return e.finish_packet(out, SROCE_BTH_LEN + SROCE_AETH_LEN, 0, meta, lossy ? trailer : nullptr);

@@ -16,6 +16,7 @@ int scenario_workload(const ScenarioOptions&, Reporter&);
 int scenario_lossy_loss_sweep(const ScenarioOptions&, Reporter&);
 int scenario_lossy_reorder_only(const ScenarioOptions&, Reporter&);
 int scenario_lossy_path_failure(const ScenarioOptions&, Reporter&);
+int scenario_lossy_lane_weights(const ScenarioOptions&, Reporter&);
 int scenario_lossy_trim(const ScenarioOptions&, Reporter&);
 int scenario_lossy_spray_vs_ecmp(const ScenarioOptions&, Reporter&);
 // Issue 5's congestion-control experiments (scenarios/cc_scenarios.cc).
@@ -66,6 +67,9 @@ const std::vector<Scenario>& scenarios() {
       {"path-failure",
        "one of four spines blackholes mid-transfer: lane retirement time, goodput dip, no WR lost",
        scenario_lossy_path_failure},
+      {"lane-weights",
+       "one of four spines at a fraction of the rate, ECN on: equal spraying vs lane weights",
+       scenario_lossy_lane_weights},
       {"trim", "heavy incast on a lossy fabric with switch trimming on and off: RTOs and tail FCT",
        scenario_lossy_trim},
       {"spray-vs-ecmp",

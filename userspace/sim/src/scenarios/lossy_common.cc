@@ -1,5 +1,6 @@
 #include "lossy_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -101,11 +102,20 @@ PairResult run_pair(const PairRun& cfg) {
   lc.uplink = lc.host_link;
   lc.downlink = lc.host_link;
   lc.downlink.impair.loss = cfg.loss;
-  for (size_t s = 0; s < cfg.spine_delay_ns.size(); ++s) {
+  lc.uplink.ecn_threshold_bytes = lc.downlink.ecn_threshold_bytes = cfg.ecn_bytes;
+  lc.host_link.ecn_threshold_bytes = cfg.ecn_bytes;
+  const size_t per_spine = std::max(cfg.spine_delay_ns.size(), cfg.spine_rate_bps.size());
+  for (size_t s = 0; s < per_spine; ++s) {
     lc.uplink_per_spine.push_back(lc.uplink);
-    lc.uplink_per_spine.back().delay = Duration::nanos(cfg.spine_delay_ns[s]);
     lc.downlink_per_spine.push_back(lc.downlink);
-    lc.downlink_per_spine.back().delay = Duration::nanos(cfg.spine_delay_ns[s]);
+    if (s < cfg.spine_delay_ns.size()) {
+      lc.uplink_per_spine.back().delay = Duration::nanos(cfg.spine_delay_ns[s]);
+      lc.downlink_per_spine.back().delay = Duration::nanos(cfg.spine_delay_ns[s]);
+    }
+    if (s < cfg.spine_rate_bps.size() && cfg.spine_rate_bps[s] != 0) {
+      lc.uplink_per_spine.back().rate_bps = cfg.spine_rate_bps[s];
+      lc.downlink_per_spine.back().rate_bps = cfg.spine_rate_bps[s];
+    }
   }
   HostConfig hc;
   hc.engine.seed = cfg.seed;
@@ -140,7 +150,11 @@ PairResult run_pair(const PairRun& cfg) {
     return r;
   }
   Sampler sampler(sim, cfg, xfer, pair->first, pair->second, fab, r);
-  xfer.on_progress = [&](const RcTransfer& x, Time) {
+  // Per-WR completion time: WR k is posted when WR k - window completes
+  // (the transfer keeps `window` in flight), the first window at the start.
+  std::vector<Time> done_at;
+  xfer.on_progress = [&](const RcTransfer& x, Time now) {
+    while (done_at.size() < x.stats().completed) done_at.push_back(now);
     if (x.done()) sim.stop();
   };
   if (cfg.blackhole_spine >= 0) {
@@ -183,6 +197,13 @@ PairResult run_pair(const PairRun& cfg) {
     if (!l.active && s != cfg.blackhole_spine) ++r.lanes_retired_wrongly;
   }
   r.frames_lost = net.total_link_stats().lost();
+  r.ce_marked = net.total_link_stats().ecn_marked;
+  for (size_t k = 0; k < done_at.size(); ++k) {
+    const Time posted = k < cfg.window ? st.first_post : done_at[k - cfg.window];
+    r.wr_fct_us.push_back(to_us(done_at[k] - posted));
+  }
+  for (size_t s = 0; s < fab.up[0].size(); ++s)
+    r.spine_max_queue.push_back(fab.up[0][s]->stats().max_queue_bytes);
   r.events = sim.events_run();
   return r;
 }
@@ -199,7 +220,10 @@ Json lanes_json(const PairResult& r) {
                  {"retransmits", l.retransmits},
                  {"naks", l.naks},
                  {"losses", l.losses_detected},
-                 {"srtt_us", static_cast<double>(l.srtt_ps) * 1e-6}});
+                 {"srtt_us", static_cast<double>(l.srtt_ps) * 1e-6},
+                 {"weight", static_cast<double>(l.weight) / kLaneWeightFull},
+                 {"ce_echoed", l.ce_echoed},
+                 {"weight_cuts", l.weight_cuts}});
   }
   return a;
 }

@@ -19,6 +19,8 @@ struct PairRun {
   Duration delay = Duration::micros(1);      // every link
   double loss = 0;                           // random loss on every spine->leaf link
   std::vector<int64_t> spine_delay_ns;       // per spine, both directions (empty: `delay`)
+  std::vector<uint64_t> spine_rate_bps;      // per spine, both directions (empty or 0: rate_bps)
+  uint64_t ecn_bytes = 0;                    // mark CE on ECT frames above this backlog (0: never)
   int blackhole_spine = -1;                  // < 0: none
   Duration blackhole_at{};                   // from the first post
   uint64_t bytes = 16ull << 20;
@@ -59,6 +61,9 @@ struct PairResult {
   uint64_t lanes_retired_wrongly = 0;  // retired lanes on live spines (at the end)
   uint64_t frames_lost = 0;
   uint64_t events = 0;
+  std::vector<double> wr_fct_us;         // per WR: post to completion
+  std::vector<uint64_t> spine_max_queue; // per spine: largest backlog of the leaf-0 uplink, bytes
+  uint64_t ce_marked = 0;                // frames marked CE by the links
 };
 
 PairResult run_pair(const PairRun& cfg);

@@ -11,6 +11,8 @@
 //               lanes vs an IRN-style receiver that takes every gap as a loss
 // path-failure  one spine blackholes mid-transfer: time until its lanes are
 //               retired, goodput timeline, no WR lost
+// lane-weights  one spine slower than the others (a congested path): equal
+//               spraying vs lanes steered by their weights (CE, loss, delay)
 #include <algorithm>
 #include <cmath>
 
@@ -50,6 +52,11 @@ PairRun base_run(const ScenarioOptions& opt, uint64_t bytes, uint32_t msg, uint3
   r.timeout = static_cast<uint8_t>(opt.param_u64("timeout", 8));
   r.lossy.reorder_timeout =
       Duration::micros(static_cast<int64_t>(opt.param_u64("reorder_timeout_us", 50)));
+  r.lossy.reorder_timeout_max =
+      Duration::micros(static_cast<int64_t>(opt.param_u64("reorder_timeout_max_us", 1000)));
+  r.lossy.lane_weights = opt.param_u64("lane_weights", 1) != 0;
+  r.lossy.lane_delay_target =
+      Duration::micros(static_cast<int64_t>(opt.param_u64("lane_delay_target_us", 25)));
   r.sample = Duration::micros(static_cast<int64_t>(opt.param_u64("bin_us", 10)));
   r.limit = Duration::millis(static_cast<int64_t>(opt.param_u64("limit_ms", 2000)));
   return r;
@@ -267,6 +274,97 @@ int scenario_lossy_path_failure(const ScenarioOptions& opt, Reporter& rep) {
               {"per_lane", lanes_json(r)}};
   if (!r.data_ok) sum["error"] = r.why;
   rep.summary(sum);
+  return ok ? 0 : 1;
+}
+
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+}  // namespace
+
+// Lane weights (docs/lossy.md): four spines, one of them at a fraction of
+// the rate (a path with a persistent bottleneck), ECN marking on every link.
+// The same transfer with equal spraying (lane_weights off: round robin, the
+// slow path's lanes retire only if they lose) and with weighted spraying.
+int scenario_lossy_lane_weights(const ScenarioOptions& opt, Reporter& rep) {
+  PairRun base = base_run(opt, 32ull << 20, 64u << 10, 32);
+  const uint16_t lanes = static_cast<uint16_t>(opt.param_u64("lanes", 16));
+  set_mode(base, Mode::kLanes, lanes);
+  const uint32_t slow = static_cast<uint32_t>(opt.param_u64("slow_spine", 1) % base.spines);
+  const uint64_t slow_gbps = opt.param_u64("slow_gbps", 10);
+  base.spine_rate_bps.assign(base.spines, 0);
+  base.spine_rate_bps[slow] = slow_gbps * 1'000'000'000ull;
+  base.ecn_bytes = opt.param_u64("ecn_kb", 64) * 1000;
+  rep.event("start", {{"scenario", "lane-weights"},
+                      {"seed", opt.seed},
+                      {"bytes", base.bytes},
+                      {"lanes", lanes},
+                      {"spines", base.spines},
+                      {"slow_spine", slow},
+                      {"slow_gbps", slow_gbps},
+                      {"ecn_bytes", base.ecn_bytes}});
+  PairResult res[2];
+  Json runs = Json::object();
+  const char* names[2] = {"equal", "weighted"};
+  double slow_share[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    PairRun run = base;
+    run.lossy.lane_weights = i == 1;
+    res[i] = run_pair(run);
+    const PairResult& r = res[i];
+    uint64_t all = 0, on_slow = 0;
+    for (size_t k = 0; k < r.lanes.size(); ++k) {
+      all += r.lanes[k].tx_packets;
+      if (r.lane_spine[k] == static_cast<int>(slow)) on_slow += r.lanes[k].tx_packets;
+    }
+    slow_share[i] = all ? static_cast<double>(on_slow) / static_cast<double>(all) : 0;
+    Json row = row_json(r, Mode::kLanes);
+    row["lane_weights"] = i == 1;
+    row["p50_fct_us"] = percentile(r.wr_fct_us, 0.50);
+    row["p99_fct_us"] = percentile(r.wr_fct_us, 0.99);
+    row["slow_share"] = slow_share[i];
+    row["slow_max_queue_kb"] = static_cast<double>(r.spine_max_queue[slow]) / 1000;
+    row["spine_max_queue_kb"] = Json::array();
+    for (uint64_t q : r.spine_max_queue) row["spine_max_queue_kb"].push_back(static_cast<double>(q) / 1000);
+    row["ce_marked"] = r.ce_marked;
+    row["per_lane"] = lanes_json(r);
+    if (!r.data_ok) row["error"] = r.why;
+    rep.event("run", row);
+    runs[names[i]] = row;
+  }
+  const bool ok = res[0].data_ok && res[1].data_ok;
+  uint64_t slow_lanes = 0;
+  for (int s : res[1].lane_spine) slow_lanes += s == static_cast<int>(slow) ? 1 : 0;
+  rep.summary({{"scenario", "lane-weights"},
+               {"ok", ok},
+               {"seed", opt.seed},
+               {"slow_spine", slow},
+               {"slow_gbps", slow_gbps},
+               {"lanes_on_slow", slow_lanes},
+               {"goodput_gbps_equal", res[0].goodput_gbps},
+               {"goodput_gbps_weighted", res[1].goodput_gbps},
+               {"goodput_ratio_weighted", res[0].goodput_gbps > 0
+                                              ? res[1].goodput_gbps / res[0].goodput_gbps
+                                              : 0},
+               {"p99_fct_us_equal", percentile(res[0].wr_fct_us, 0.99)},
+               {"p99_fct_us_weighted", percentile(res[1].wr_fct_us, 0.99)},
+               {"slow_share_equal", slow_share[0]},
+               {"slow_share_weighted", slow_share[1]},
+               {"slow_max_queue_kb_equal", static_cast<double>(res[0].spine_max_queue[slow]) / 1000},
+               {"slow_max_queue_kb_weighted", static_cast<double>(res[1].spine_max_queue[slow]) / 1000},
+               {"spurious_retx_equal", res[0].client.spurious_retransmits},
+               {"spurious_retx_weighted", res[1].client.spurious_retransmits},
+               {"retx_equal", res[0].client.retransmits},
+               {"retx_weighted", res[1].client.retransmits},
+               {"lanes_retired_equal", lanes_retired(res[0])},
+               {"lanes_retired_weighted", lanes_retired(res[1])},
+               {"runs", runs}});
   return ok ? 0 : 1;
 }
 

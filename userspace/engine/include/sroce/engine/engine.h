@@ -91,6 +91,19 @@ struct LossyConfig {
   uint16_t ooo_threshold = 3;
   Duration reorder_timeout = Duration::micros(50);
   bool gap_is_loss = false;     // baseline: every PSN gap is a loss at once (IRN-style receiver)
+  // Lane weights (docs/lossy.md "Lane weights"): spray by per-lane weights
+  // that CE echoes, retransmission requests and queueing delay cut and time
+  // restores (MP-RDMA-style congestion-aware spraying); lossy packets are
+  // then ECN-capable (ECT(0)). false: equal round-robin over the active lanes.
+  bool lane_weights = true;
+  // A lane whose windowed-minimum RTT exceeds the QP's lowest lane RTT by
+  // more than this is congested (a standing queue on its path).
+  Duration lane_delay_target = Duration::micros(25);
+  // Reorder window cap (docs/lossy.md): the window may grow past
+  // reorder_timeout up to this bound when the receiver measures path skew
+  // (originals that arrived late after a later PSN). reorder_timeout is
+  // then the cap only until skew is seen. <= reorder_timeout: fixed cap.
+  Duration reorder_timeout_max = Duration::millis(1);
 };
 
 // Congestion control (docs/cc/README.md, "Integration"): one controller and
@@ -242,7 +255,11 @@ struct LaneStats {
   uint64_t naks = 0;             // retransmission requests for packets sent on this lane
   uint64_t losses_detected = 0;  // receiver: gaps inside this lane's sequence
   int64_t srtt_ps = 0;
+  uint32_t weight = 0;      // spraying weight, kLaneWeightFull = an equal share (lane weights)
+  uint64_t ce_echoed = 0;   // CE marks the receiver reported for this lane's packets
+  uint64_t weight_cuts = 0; // multiplicative decreases (CE, loss, queueing delay)
 };
+inline constexpr uint32_t kLaneWeightFull = 65536;
 
 struct MrKeys {
   uint32_t lkey = 0;
