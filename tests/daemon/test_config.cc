@@ -156,7 +156,7 @@ TEST_CASE("the shipped example configuration is valid and documents every key", 
                           "gso", "gro", "batch", "rx_buffers", "rx_buffer_bytes", "tx_slots", "uring_entries",
                           "max_tx_ports", "sndbuf", "rcvbuf", "busy_poll_us", "realtime_priority", "max_qps", "max_cqs", "max_mrs",
                           "max_pds", "max_srqs", "max_ahs", "max_cqe", "max_qp_wr", "max_sge", "max_inline_data",
-                          "max_rd_atomic", "seed", "level", "algorithm", "line_rate_mbps", "base_rtt_us",
+                          "max_rd_atomic", "seed", "lane_weights", "reorder_timeout_max_us", "level", "algorithm", "line_rate_mbps", "base_rtt_us",
                           "delay_target_us", "delay_per_hop_bytes", "dcqcn_preset", "notification_point",
                           "ack_every"}) {
     INFO(key);
