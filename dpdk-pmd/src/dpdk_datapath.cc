@@ -38,6 +38,14 @@ bool DpdkDatapath::is_local6(const uint8_t* ip) const {
 
 // ------------------------------------------------------------------- receive
 
+// A received frame the datapath does not hand on: counted under `why` and as a drop.
+bool DpdkDatapath::drop_rx(Queue& q, rte_mbuf* m, uint64_t& why) {
+  ++why;
+  ++q.st.rx_dropped;
+  rte_pktmbuf_free(m);
+  return false;
+}
+
 bool DpdkDatapath::accept(Queue& q, rte_mbuf* m, RxPacket& out) {
   RxVerdict v = RxVerdict::kOk;
   const uint64_t csum = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
@@ -54,16 +62,10 @@ bool DpdkDatapath::accept(Queue& q, rte_mbuf* m, RxPacket& out) {
   if (v == RxVerdict::kOk)
     v = parse_frame({data_of(m), rte_pktmbuf_data_len(m)}, udp_port_, csum == RTE_MBUF_F_RX_IP_CKSUM_GOOD, f);
   if (v != RxVerdict::kOk) {
-    ++rx_verdicts_[static_cast<size_t>(v)];
-    ++q.st.rx_dropped;
-    rte_pktmbuf_free(m);
-    return false;
+    return drop_rx(q, m, rx_verdicts_[static_cast<size_t>(v)]);
   }
   if (!is_local(f.dst)) {  // af_packet sees every frame of the interface
-    ++rx_not_local_;
-    ++q.st.rx_dropped;
-    rte_pktmbuf_free(m);
-    return false;
+    return drop_rx(q, m, rx_not_local_);
   }
   out.payload = {reinterpret_cast<const std::byte*>(data_of(m) + f.payload_off), f.payload_len};
   out.meta = PacketMeta{};
@@ -84,16 +86,10 @@ bool DpdkDatapath::accept6(Queue& q, rte_mbuf* m, RxPacket& out) {
   RxFrame6 f;
   const RxVerdict v = parse_frame6({data_of(m), rte_pktmbuf_data_len(m)}, udp_port_, f);
   if (v != RxVerdict::kOk) {
-    ++rx_verdicts_[static_cast<size_t>(v)];
-    ++q.st.rx_dropped;
-    rte_pktmbuf_free(m);
-    return false;
+    return drop_rx(q, m, rx_verdicts_[static_cast<size_t>(v)]);
   }
   if (!is_local6(f.dst)) {
-    ++rx_not_local_;
-    ++q.st.rx_dropped;
-    rte_pktmbuf_free(m);
-    return false;
+    return drop_rx(q, m, rx_not_local_);
   }
   out.payload = {reinterpret_cast<const std::byte*>(data_of(m) + f.payload_off), f.payload_len};
   out.meta = PacketMeta{};

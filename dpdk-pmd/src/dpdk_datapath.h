@@ -103,6 +103,7 @@ class DpdkDatapath final : public daemon::Datapath {
 
   // Hot path helpers (dpdk_datapath.cc).
   bool accept(Queue& q, rte_mbuf* m, daemon::RxPacket& out);
+  bool drop_rx(Queue& q, rte_mbuf* m, uint64_t& why);  // false, always
   bool is_local(uint32_t ip) const;
   bool is_local6(const uint8_t* ip) const;
   bool accept6(Queue& q, rte_mbuf* m, daemon::RxPacket& out);
