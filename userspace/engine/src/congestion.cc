@@ -51,6 +51,7 @@ void publish(Engine::Impl& e, Qp& qp, Time now) {
     }
   }
   qp.stats.cc_rate_bps = rate;
+  if (rate != 0 && (qp.stats.cc_rate_min_bps == 0 || rate < qp.stats.cc_rate_min_bps)) qp.stats.cc_rate_min_bps = rate;
   qp.stats.cc_window_bytes = qp.cc.ctl->window_bytes();
 }
 
