@@ -6,6 +6,7 @@ and when `up` replaces a stale fabric of the same name."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,9 +19,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", 
 from sroce_fabric import bpfsys  # noqa: E402
 
 
+# The names a fabric gives its interfaces (topology.py: eth0 on hosts, h<N> / l<N> / s<N> on
+# routers). Only these count as "appeared in the root namespace": other tests running beside
+# this one (tests/e2e/hosts.sh) create their veth pairs in the root namespace and then move them,
+# which a plain before/after diff caught once in a -j2 run.
+FABRIC_IFNAME = re.compile(r"^(eth0|[hls][0-9]+)$")
+
+
 def root_links() -> set[str]:
     out = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout
-    return {d["ifname"] for d in json.loads(out)}
+    return {d["ifname"] for d in json.loads(out) if FABRIC_IFNAME.match(d["ifname"])}
 
 
 def state_of(name: str) -> dict | None:
