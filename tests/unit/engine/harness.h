@@ -453,4 +453,36 @@ inline void warm_up(Pair& p) {
   REQUIRE(wc[0].status == WcStatus::kSuccess);
 }
 
+// A mixed stream from a to b: op i of kind 0 (SEND), 1 (RDMA WRITE) or 2 (RDMA READ) moves
+// len bytes; buffers lie `stride` apart per op (a's sources cycle over 4 of them, b's READ
+// source is at 0x200000), so check_mixed_data can find every op's bytes afterwards.
+inline void post_mixed(Pair& p, int i, int kind, uint32_t len, uint64_t stride) {
+  const uint64_t at = stride * static_cast<uint64_t>(i);
+  const uint64_t off = stride * static_cast<uint64_t>(i % 4);
+  if (kind == 0) {
+    REQUIRE(post_recv(p.b, p.qb, {sge(p.b, 0x10000 + at, static_cast<uint32_t>(stride))}, i) == 0);
+    REQUIRE(post(p.a, p.qa, WrOpcode::kSend, {sge(p.a, off, len)}, i) == 0);
+  } else if (kind == 1) {
+    REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, off, len)}, i, kSendSignaled,
+                 p.b.addr(0x100000 + at), p.b.mr.rkey) == 0);
+  } else {
+    REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x20000 + at, len)}, i, kSendSignaled,
+                 p.b.addr(0x200000 + off), p.b.mr.rkey) == 0);
+  }
+}
+
+// Every op of post_mixed landed byte-exact where it should.
+inline void check_mixed_data(Pair& p, const std::vector<int>& kind, const std::vector<uint32_t>& lens,
+                             uint64_t stride) {
+  for (size_t i = 0; i < kind.size(); ++i) {
+    const uint64_t at = stride * i, off = stride * (i % 4);
+    if (kind[i] == 0)
+      CHECK(p.b.mem.same(p.b.addr(0x10000 + at), p.a.mem, p.a.addr(off), lens[i]));
+    else if (kind[i] == 1)
+      CHECK(p.b.mem.same(p.b.addr(0x100000 + at), p.a.mem, p.a.addr(off), lens[i]));
+    else
+      CHECK(p.a.mem.same(p.a.addr(0x20000 + at), p.b.mem, p.b.addr(0x200000 + off), lens[i]));
+  }
+}
+
 }  // namespace sroce::test

@@ -490,20 +490,7 @@ TEST_CASE("lossy, random loss / duplication / reordering / trims: exactly-once, 
       for (int i = 0; i < kOps; ++i) {
         kind[i] = static_cast<int>(rng() % 3);
         lens[i] = 1 + rng() % 12000;
-        const uint64_t off = 0x4000u * static_cast<uint64_t>(i % 4);
-        switch (kind[i]) {
-          case 0:
-            REQUIRE(post_recv(p.b, p.qb, {sge(p.b, 0x10000 + 0x4000u * i, 16384)}, i) == 0);
-            REQUIRE(post(p.a, p.qa, WrOpcode::kSend, {sge(p.a, off, lens[i])}, i) == 0);
-            break;
-          case 1:
-            REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, off, lens[i])}, i,
-                         kSendSignaled, p.b.addr(0x100000 + 0x4000u * i), p.b.mr.rkey) == 0);
-            break;
-          default:
-            REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x20000 + 0x4000u * i, lens[i])},
-                         i, kSendSignaled, p.b.addr(0x200000 + off), p.b.mr.rkey) == 0);
-        }
+        post_mixed(p, i, kind[i], lens[i], 0x4000);
       }
       std::vector<Wc> got;
       p.w.run_until(
@@ -531,16 +518,7 @@ TEST_CASE("lossy, random loss / duplication / reordering / trims: exactly-once, 
         CHECK(c.byte_len == lens[c.wr_id]);
       }
       CHECK(wb.size() == static_cast<size_t>(std::count(kind.begin(), kind.end(), 0)));
-      for (int i = 0; i < kOps; ++i) {
-        const uint64_t off = 0x4000u * static_cast<uint64_t>(i % 4);
-        if (kind[i] == 0)
-          CHECK(p.b.mem.same(p.b.addr(0x10000 + 0x4000u * i), p.a.mem, p.a.addr(off), lens[i]));
-        else if (kind[i] == 1)
-          CHECK(p.b.mem.same(p.b.addr(0x100000 + 0x4000u * i), p.a.mem, p.a.addr(off), lens[i]));
-        else
-          CHECK(p.a.mem.same(p.a.addr(0x20000 + 0x4000u * i), p.b.mem, p.b.addr(0x200000 + off),
-                             lens[i]));
-      }
+      check_mixed_data(p, kind, lens, 0x4000);
       CHECK(qstats(p.a, p.qa).mode == QpMode::kLossy);
       if (trims > 0) CHECK(qstats(p.b, p.qb).trims_received > 0);
     }

@@ -70,17 +70,7 @@ TEST_CASE("lossy negotiation: a QP that is never idle switches mid-stream", "[lo
       for (int i = 0; i < kOps; ++i) {
         kind[i] = i % 5 == 4 ? 2 : static_cast<int>(rng() % 2);
         lens[i] = 1 + rng() % 6000;
-        const uint64_t off = 0x2000u * static_cast<uint64_t>(i % 4);
-        if (kind[i] == 0) {
-          REQUIRE(post_recv(p.b, p.qb, {sge(p.b, 0x10000 + 0x2000u * i, 8192)}, i) == 0);
-          REQUIRE(post(p.a, p.qa, WrOpcode::kSend, {sge(p.a, off, lens[i])}, i) == 0);
-        } else if (kind[i] == 1) {
-          REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, off, lens[i])}, i,
-                       kSendSignaled, p.b.addr(0x100000 + 0x2000u * i), p.b.mr.rkey) == 0);
-        } else {
-          REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x20000 + 0x2000u * i, lens[i])},
-                       i, kSendSignaled, p.b.addr(0x200000 + off), p.b.mr.rkey) == 0);
-        }
+        post_mixed(p, i, kind[i], lens[i], 0x2000);
       }
       std::vector<Wc> got;
       p.w.run_until(
@@ -110,16 +100,7 @@ TEST_CASE("lossy negotiation: a QP that is never idle switches mid-stream", "[lo
         if (k) CHECK(wb[k].wr_id > wb[k - 1].wr_id);  // receives in order
         CHECK(wb[k].byte_len == lens[wb[k].wr_id]);
       }
-      for (int i = 0; i < kOps; ++i) {
-        const uint64_t off = 0x2000u * static_cast<uint64_t>(i % 4);
-        if (kind[i] == 0)
-          CHECK(p.b.mem.same(p.b.addr(0x10000 + 0x2000u * i), p.a.mem, p.a.addr(off), lens[i]));
-        else if (kind[i] == 1)
-          CHECK(p.b.mem.same(p.b.addr(0x100000 + 0x2000u * i), p.a.mem, p.a.addr(off), lens[i]));
-        else
-          CHECK(p.a.mem.same(p.a.addr(0x20000 + 0x2000u * i), p.b.mem, p.b.addr(0x200000 + off),
-                             lens[i]));
-      }
+      check_mixed_data(p, kind, lens, 0x2000);
       // It switched, while compatible PSNs were still unacknowledged, and
       // the first trailer came long before the end.
       CHECK(qstats(p.a, p.qa).mode == QpMode::kLossy);

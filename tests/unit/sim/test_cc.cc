@@ -4,32 +4,16 @@
 // control the same incast must hold a much larger queue (so the bounds
 // below can fail). Full-size figures: docs/results/cc.md.
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <map>
 #include <string>
 
+#include "run_scenario.h"
 #include "sroce/sim/scenario.h"
 
 using sroce::sim::Json;
-using sroce::sim::Reporter;
-using sroce::sim::ScenarioOptions;
+using sroce::test::run_scenario;
 
 namespace {
-
-std::pair<int, Json> run(const std::string& name, std::map<std::string, std::string> params) {
-  const auto* s = sroce::sim::find_scenario(name);
-  REQUIRE(s != nullptr);
-  ScenarioOptions opt;
-  opt.json = true;
-  opt.quiet = true;
-  opt.params = std::move(params);
-  std::FILE* sink = std::fopen("/dev/null", "w");
-  REQUIRE(sink != nullptr);
-  Reporter rep(sink, true, true);
-  const int rc = s->run(opt, rep);
-  std::fclose(sink);
-  return {rc, rep.last_summary()};
-}
 
 // 7 senders on an 8-host leaf-spine, 1 MiB each into host 0, PFC on.
 const std::map<std::string, std::string> kIncast = {{"hosts", "8"},        {"hosts_per_leaf", "4"},
@@ -39,7 +23,7 @@ const std::map<std::string, std::string> kIncast = {{"hosts", "8"},        {"hos
 }  // namespace
 
 TEST_CASE("cc incast: every controller settles near line rate with a bounded queue", "[sim][cc]") {
-  auto [rc, sum] = run("cc-incast", kIncast);
+  auto [rc, sum] = run_scenario("cc-incast", kIncast);
   INFO(sum.dump());
   REQUIRE(rc == 0);
   const Json& none = sum.at("none");
@@ -80,7 +64,7 @@ TEST_CASE("cc incast lossy: lanes + selective repeat with HPCC drop far less tha
   auto p = kIncast;
   p["modes"] = "lossy";
   p["algs"] = "hpcc";
-  auto [rc, sum] = run("cc-incast", p);
+  auto [rc, sum] = run_scenario("cc-incast", p);
   INFO(sum.dump());
   REQUIRE(rc == 0);
   const Json& l = sum.at("lossy");

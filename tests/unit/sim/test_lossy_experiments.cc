@@ -6,36 +6,17 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <string>
 
+#include "run_scenario.h"
 #include "sroce/sim/scenario.h"
 
 using sroce::sim::Json;
-using sroce::sim::Reporter;
-using sroce::sim::ScenarioOptions;
+using sroce::test::run_scenario;
 
 namespace {
 
-// Runs scenario `name` with `params`; returns its exit status and summary.
-std::pair<int, Json> run(const std::string& name, std::map<std::string, std::string> params,
-                         uint64_t seed = 1) {
-  const auto* s = sroce::sim::find_scenario(name);
-  REQUIRE(s != nullptr);
-  ScenarioOptions opt;
-  opt.seed = seed;
-  opt.json = true;
-  opt.quiet = true;
-  opt.params = std::move(params);
-  std::FILE* sink = std::fopen("/dev/null", "w");
-  REQUIRE(sink != nullptr);
-  Reporter rep(sink, true, true);
-  const int rc = s->run(opt, rep);
-  std::fclose(sink);
-  INFO(rep.last_summary().dump());
-  return {rc, rep.last_summary()};
-}
 
 const Json* row(const Json& table, double loss_pct, const std::string& mode) {
   for (const auto& r : table)
@@ -47,7 +28,7 @@ const Json* row(const Json& table, double loss_pct, const std::string& mode) {
 
 TEST_CASE("loss-sweep: selective repeat and lanes keep goodput at 1 % loss, go-back-N does not",
           "[lossy][experiments]") {
-  auto [rc, s] = run("loss-sweep", {{"bytes", "2097152"}, {"loss_pct_x100", "0,100"}});
+  auto [rc, s] = run_scenario("loss-sweep", {{"bytes", "2097152"}, {"loss_pct_x100", "0,100"}});
   INFO(s.dump());
   REQUIRE(rc == 0);
   REQUIRE(s["ok"] == true);
@@ -89,7 +70,7 @@ TEST_CASE("loss-sweep: selective repeat and lanes keep goodput at 1 % loss, go-b
 
 TEST_CASE("reorder-only: lanes tell reordering from loss, a gap-is-loss receiver does not",
           "[lossy][experiments]") {
-  auto [rc, s] = run("reorder-only", {{"bytes", "2097152"}});
+  auto [rc, s] = run_scenario("reorder-only", {{"bytes", "2097152"}});
   INFO(s.dump());
   REQUIRE(rc == 0);
   CHECK(s["frames_lost"] == 0);
@@ -106,7 +87,7 @@ TEST_CASE("reorder-only: lanes tell reordering from loss, a gap-is-loss receiver
 
 TEST_CASE("path-failure: a blackholed spine's lanes are retired and no WR is lost",
           "[lossy][experiments]") {
-  auto [rc, s] = run("path-failure", {{"bytes", "4194304"}});
+  auto [rc, s] = run_scenario("path-failure", {{"bytes", "4194304"}});
   INFO(s.dump());
   REQUIRE(rc == 0);
   CHECK(s["lost_wrs"] == 0);
@@ -126,7 +107,7 @@ TEST_CASE("path-failure: a blackholed spine's lanes are retired and no WR is los
 
 TEST_CASE("trim: a 7-to-1 incast, trimmed packets are resent precisely and the tail shortens",
           "[lossy][experiments]") {
-  auto [rc, s] = run("trim", {{"hosts", "8"},
+  auto [rc, s] = run_scenario("trim", {{"hosts", "8"},
                               {"hosts_per_leaf", "4"},
                               {"fanin", "7"},
                               {"bytes", "250000"},
@@ -170,9 +151,9 @@ TEST_CASE("trim: without a warm-up an incast never leaves compatible mode", "[lo
   std::map<std::string, std::string> p = {{"hosts", "8"},      {"hosts_per_leaf", "4"},
                                           {"fanin", "7"},      {"bytes", "250000"},
                                           {"buffer_kb", "512"}, {"warm_bytes", "0"}};
-  auto [rc16, s16] = run("trim", p);
+  auto [rc16, s16] = run_scenario("trim", p);
   p.emplace("lanes", "1");  // (not operator=: GCC 12's -Wrestrict false positive)
-  auto [rc1, s1] = run("trim", p);
+  auto [rc1, s1] = run_scenario("trim", p);
   REQUIRE(rc16 == 0);
   REQUIRE(rc1 == 0);
   CHECK(s16["notrim"]["rx_dropped"].get<uint64_t>() > 0);
@@ -181,7 +162,7 @@ TEST_CASE("trim: without a warm-up an incast never leaves compatible mode", "[lo
 }
 
 TEST_CASE("spray-vs-ecmp: lanes shorten the permutation tail", "[lossy][experiments]") {
-  auto [rc, s] = run("spray-vs-ecmp",
+  auto [rc, s] = run_scenario("spray-vs-ecmp",
                      {{"hosts", "32"}, {"hosts_per_leaf", "8"}, {"bytes", "1000000"}});
   INFO(s.dump());
   REQUIRE(rc == 0);
@@ -194,7 +175,7 @@ TEST_CASE("spray-vs-ecmp: lanes shorten the permutation tail", "[lossy][experime
 
 TEST_CASE("lane-weights: a slow path gets fewer packets and the QP more goodput",
           "[lossy][experiments]") {
-  auto [rc, s] = run("lane-weights", {{"bytes", "8388608"}});
+  auto [rc, s] = run_scenario("lane-weights", {{"bytes", "8388608"}});
   INFO(s.dump());
   REQUIRE(rc == 0);
   REQUIRE(s["ok"] == true);

@@ -367,14 +367,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     TxSlot& t = slot(qp, e);
     if (t.valid && t.psn == e && !t.retx && t.rtt_armed && now >= t.sent) {
       const int64_t r = (now - t.sent).ps;
-      if (l.srtt_ps == 0) {
-        l.srtt_ps = r;
-        l.rttvar_ps = r / 2;
-      } else {
-        const int64_t d = r > l.srtt_ps ? r - l.srtt_ps : l.srtt_ps - r;
-        l.rttvar_ps = (3 * l.rttvar_ps + d) / 4;
-        l.srtt_ps = (7 * l.srtt_ps + r) / 8;
-      }
+      rtt_sample(l.srtt_ps, l.rttvar_ps, r);
       qp.stats.srtt_ps = l.srtt_ps;
       LaneTx& lt = l.lanes[t.lane % kMaxLanes];
       lt.srtt_ps = lt.srtt_ps == 0 ? r : (7 * lt.srtt_ps + r) / 8;

@@ -490,14 +490,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     l.rtt_probe_on = false;
     if ((leh.flags & SROCE_LEH_F_RETX) && now > l.rtt_probe_at) {
       const int64_t r = (now - l.rtt_probe_at).ps;
-      if (l.rx_srtt_ps == 0) {
-        l.rx_srtt_ps = r;
-        l.rx_rttvar_ps = r / 2;
-      } else {
-        const int64_t dev = r > l.rx_srtt_ps ? r - l.rx_srtt_ps : l.rx_srtt_ps - r;
-        l.rx_rttvar_ps = (3 * l.rx_rttvar_ps + dev) / 4;
-        l.rx_srtt_ps = (7 * l.rx_srtt_ps + r) / 8;
-      }
+      rtt_sample(l.rx_srtt_ps, l.rx_rttvar_ps, r);
       if (l.rx_rtt_min_ps == 0 || r < l.rx_rtt_min_ps) l.rx_rtt_min_ps = r;
       if (l.rx_rtt_n == 0 || r < l.rx_rtt_win_ps) l.rx_rtt_win_ps = r;
       if (++l.rx_rtt_n >= kRttWindow) {  // a windowed minimum: paths change

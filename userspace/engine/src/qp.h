@@ -94,6 +94,19 @@ constexpr uint32_t kLossyWords = kLossyWindow / 64;
 constexpr uint32_t kSackBits = 64;  // SACK / retransmit-request bitmaps in an ACK
 
 // Requester: one transmitted PSN.
+// One RTT sample into a smoothed RTT and its variation (RFC 6298 2.2-2.3:
+// alpha 1/8, beta 1/4; the first sample sets srtt = r, rttvar = r / 2).
+inline void rtt_sample(int64_t& srtt, int64_t& rttvar, int64_t r) {
+  if (srtt == 0) {
+    srtt = r;
+    rttvar = r / 2;
+    return;
+  }
+  const int64_t dev = r > srtt ? r - srtt : srtt - r;
+  rttvar = (3 * rttvar + dev) / 4;
+  srtt = (7 * srtt + r) / 8;
+}
+
 struct TxSlot {
   uint32_t psn = 0;
   Time sent;
