@@ -74,7 +74,9 @@ TEST_CASE("hpcc: the reference window changes once per RTT", "[hpcc]") {
 }
 
 TEST_CASE("hpcc: maxStage additive steps below eta, then a multiplicative one", "[hpcc]") {
-  Hpcc h(HpccConfig{}, flow100g());
+  HpccConfig five;
+  five.max_stage = 5;  // the paper's Algorithm 1 with maxStage 5 (default 0: the artifact's)
+  Hpcc h(five, flow100g());
   IntFeed f;
   one_rtt(h, f.next(1.0, 0));
   one_rtt(h, f.next(1.9, 0));  // U = 1.9: W = Wmax / 2 + W_AI
@@ -189,4 +191,21 @@ TEST_CASE("hpcc: two flows converge to a fair share within 200 us (lab)", "[hpcc
   // Near-zero queue, HPCC's point: p99 within 10 packets (3.3 us at 100G;
   // measured: 6 packets).
   CHECK(lab::percentile(r.queue_samples, 99) <= 10 * (cfg.mtu + cfg.overhead));
+}
+
+TEST_CASE("hpcc: default maxStage 0, every update below eta is multiplicative", "[hpcc]") {
+  REQUIRE(HpccConfig{}.max_stage == 0);
+  Hpcc h(HpccConfig{}, flow100g());
+  IntFeed f;
+  one_rtt(h, f.next(1.0, 0));
+  one_rtt(h, f.next(1.9, 0));  // U = 1.9: W = Wmax / 2 + W_AI
+  double w = kWmax / 2 + kWai;
+  REQUIRE(h.window() == Approx(w));
+  one_rtt(h, f.next(0.5, 0));  // U = 0.5 < eta: at once W = Wc / (U / eta) + W_AI
+  w = w / (0.5 / 0.95) + kWai;
+  CHECK(h.window() == Approx(w));
+  CHECK(h.inc_stage() == 0);
+  // Bounded by one BDP however low U is.
+  one_rtt(h, f.next(0.1, 0));
+  CHECK(h.window() == Approx(kWmax));
 }

@@ -44,6 +44,8 @@ struct Options {
   uint64_t xoff_kb = 0;      // 0: 2 MB (dumbbell), 100 KB per port (alltoall)
   uint64_t seed = 1;
   double flag_decrease = -1;  // < 0: OdinConfig default
+  int max_stage = -1;         // < 0: HpccConfig default (HPCC and Odin)
+  double headroom = -1;       // < 0: OdinConfig default
   double timeline_us = 0;   // > 0: per-flow rates every timeline_us to stderr
 };
 
@@ -169,6 +171,8 @@ int main(int argc, char** argv) {
   app.add_option("--flag-kb", o.flag_kb, "shared-buffer flag level of the pool (KB; 0 = 1000, alltoall 50 per port)");
   app.add_option("--xoff-kb", o.xoff_kb, "PFC XOFF level of the pool (KB; 0 = 2000, alltoall 100 per port)");
   app.add_option("--flag-decrease", o.flag_decrease, "odin: eta_flag = eta x (1 - this)")->check(CLI::Range(0.0, 0.9));
+  app.add_option("--max-stage", o.max_stage, "hpcc/odin: maxStage (default 0)")->check(CLI::Range(0, 100));
+  app.add_option("--headroom", o.headroom, "odin: NIC-ratio window headroom (default 3)")->check(CLI::Range(1.0, 100.0));
   app.add_option("--seed", o.seed, "seed of RED marking, link jitter and host start times");
   app.add_option("--timeline-us", o.timeline_us, "print per-flow rates (Gb/s) every N us to stderr");
   CLI11_PARSE(app, argc, argv);
@@ -181,6 +185,11 @@ int main(int argc, char** argv) {
   CcConfig base_cc;
   base_cc.dcqcn = o.dcqcn_preset == "paper" ? DcqcnConfig::paper() : DcqcnConfig::connectx();
   if (o.flag_decrease >= 0) base_cc.odin.flag_decrease = o.flag_decrease;
+  if (o.max_stage >= 0) {
+    base_cc.hpcc.max_stage = static_cast<uint32_t>(o.max_stage);
+    base_cc.odin.hpcc.max_stage = static_cast<uint32_t>(o.max_stage);
+  }
+  if (o.headroom > 0) base_cc.odin.nic_window_headroom = o.headroom;
   auto with = [&](Algorithm a) {
     CcConfig c = base_cc;
     c.algorithm = a;

@@ -59,12 +59,24 @@ double Odin::w_ai() const {
   return w_ai_;
 }
 
+double Odin::nic_scale() const {
+  const double ratio = nic_ratio();
+  if (ratio >= 1.0 || !cfg_.nic_fair_floor || !registered_) return ratio;
+  // The NIC's equal share C / n: a flow whose own rate is below it was held
+  // there by its path (HPCC on its INT), not by the NIC; scaling it down by
+  // the other flows' demand would leave its bottleneck (a hot receiver) idle.
+  const double own = rate_of(w_, flow_.base_rtt);
+  const double equal = static_cast<double>(nic_->line_rate_bps()) / nic_->active_flows();
+  if (own <= 0) return ratio;
+  return std::max(ratio, std::min(1.0, equal / own));
+}
+
 uint64_t Odin::rate_bps() const {
-  return static_cast<uint64_t>(rate_of(w_ * nic_ratio(), flow_.base_rtt));
+  return static_cast<uint64_t>(rate_of(w_ * nic_scale(), flow_.base_rtt));
 }
 
 uint64_t Odin::window_bytes() const {
-  return static_cast<uint64_t>(w_ * std::min(1.0, nic_ratio() * cfg_.nic_window_headroom));
+  return static_cast<uint64_t>(w_ * std::min(1.0, nic_scale() * cfg_.nic_window_headroom));
 }
 
 void Odin::set_window(double w) {

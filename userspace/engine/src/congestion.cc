@@ -154,6 +154,13 @@ void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t 
   publish(e, qp, now);
 }
 
+void cc_on_drained(Engine::Impl& e, Qp& qp, Time now) {
+  if (!e.cc_.on || !has_controller(qp)) return;
+  // on_idle means "nothing left to send" (cc.h); the ACK path below calls it
+  // again when everything is acknowledged (idempotent).
+  qp.cc.ctl->on_idle(now);
+}
+
 void cc_on_request(Engine::Impl& e, Qp& qp, const PacketMeta& meta, Time now) {
   if (!e.cc_.on || !qp.is_rc()) return;
   if (!meta.int_hops.empty()) {

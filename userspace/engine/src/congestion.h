@@ -136,6 +136,10 @@ bool cc_want_ack(Engine::Impl& e, Qp& qp);
 // A request packet was built (new or resent): ECT(0), pacer, on_send, RTT ring.
 void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t len, bool resend,
                 PacketMeta& meta, Time now);
+// The last packet of the last posted WQE was sent: nothing left to send, so
+// on_idle (Odin's NIC-level share goes back to the NIC's other flows now,
+// not one RTT later with the ACK; docs/cc/odin.md).
+void cc_on_drained(Engine::Impl& e, Qp& qp, Time now);
 // A request arrived at the responder: notification point, INT to echo.
 void cc_on_request(Engine::Impl& e, Qp& qp, const PacketMeta& meta, Time now);
 // poll_transmit, responder list: a pending CNP (0 if none).

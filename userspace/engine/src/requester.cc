@@ -301,6 +301,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   qp.req_psn = next_psn;
   if (wqe_sent) {
     ++qp.sq_next;
+    if (rc && qp.sq_next == qp.sq_tail) cc_on_drained(*this, qp, now);
     qp.req_off = qp.req_sge = qp.req_sge_off = 0;
     if (rc && is_rd_atomic(w.opcode) && !w.counted) {
       w.counted = true;

@@ -9,6 +9,9 @@
 //   sb_flag=0.125                            Odin's shared-buffer flag level (of buffer)
 //   trim=0                                   lossy runs: switch trimming
 //   hpcc_eta=0.95                            HPCC's (and Odin's) target utilisation
+//   hpcc_max_stage=(HpccConfig)              HPCC's (and Odin's) maxStage
+//   odin_headroom=(OdinConfig)               Odin's NIC-ratio window headroom
+//   odin_fair_floor=1                        Odin's ratio floor at the NIC's equal share
 //   delay_pace=1                             0: Swift paced per srtt below one packet (old)
 //   ack_timeout=8                            local ACK timeout, IBA exponent (1.05 ms)
 //   incast:    fanin=15 bytes=524288
@@ -38,6 +41,85 @@ namespace {
 
 Json dist_json(const Dist& d) {
   return {{"count", d.count}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99}, {"max", d.max}};
+}
+
+// The flows' FCT slowdowns under ideal max-min fair sharing of the hosts'
+// NICs (a fluid model: each flow gets its max-min fair rate over its
+// sender's transmit and its receiver's receive capacity, recomputed at every
+// start and end; the leaf-spine core is taken as non-blocking and the path
+// latency as in `ideal`). It is what a perfect per-flow fair controller with
+// no headroom and no queue would give: last-hop fan-in and the NIC sharing
+// of all-to-all are in it, congestion control is not (docs/results/cc.md).
+Json fair_share_slowdowns(const std::vector<FlowSpec>& specs, const std::vector<Duration>& ideal,
+                          uint32_t nhosts, double payload_bps) {
+  const size_t n = specs.size();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return specs[a].start < specs[b].start; });
+  std::vector<double> left(n), rate(n, 0), done_at(n, -1);
+  for (size_t i = 0; i < n; ++i) left[i] = static_cast<double>(specs[i].bytes) * 8;
+  std::vector<size_t> active;
+  size_t next = 0;
+  double now = 0;  // seconds
+  const auto start_s = [&](size_t i) { return static_cast<double>(specs[i].start.ps) * 1e-12; };
+  std::vector<double> cap(2 * nhosts);
+  std::vector<uint32_t> cnt(2 * nhosts);
+  std::vector<char> frozen;
+  while (next < n || !active.empty()) {
+    if (active.empty()) now = std::max(now, start_s(order[next]));
+    while (next < n && start_s(order[next]) <= now) active.push_back(order[next++]);
+    // Progressive filling over the 2 x nhosts NIC resources.
+    std::fill(cap.begin(), cap.end(), payload_bps);
+    frozen.assign(active.size(), 0);
+    for (size_t k = 0; k < active.size(); ++k) rate[active[k]] = 0;
+    size_t unfrozen = active.size();
+    while (unfrozen > 0) {
+      std::fill(cnt.begin(), cnt.end(), 0);
+      for (size_t k = 0; k < active.size(); ++k)
+        if (!frozen[k]) {
+          ++cnt[specs[active[k]].src];
+          ++cnt[nhosts + specs[active[k]].dst];
+        }
+      double inc = 1e300;
+      for (size_t r = 0; r < cap.size(); ++r)
+        if (cnt[r] > 0) inc = std::min(inc, cap[r] / cnt[r]);
+      for (size_t k = 0; k < active.size(); ++k)
+        if (!frozen[k]) {
+          rate[active[k]] += inc;
+          cap[specs[active[k]].src] -= inc;
+          cap[nhosts + specs[active[k]].dst] -= inc;
+        }
+      for (size_t k = 0; k < active.size(); ++k)
+        if (!frozen[k] && (cap[specs[active[k]].src] <= payload_bps * 1e-9 ||
+                           cap[nhosts + specs[active[k]].dst] <= payload_bps * 1e-9)) {
+          frozen[k] = 1;
+          --unfrozen;
+        }
+    }
+    double dt = next < n ? start_s(order[next]) - now : 1e300;
+    for (size_t f : active) dt = std::min(dt, left[f] / rate[f]);
+    now += dt;
+    std::vector<size_t> still;
+    for (size_t f : active) {
+      left[f] -= rate[f] * dt;
+      if (left[f] <= 1e-3)
+        done_at[f] = now;
+      else
+        still.push_back(f);
+    }
+    active.swap(still);
+  }
+  std::vector<double> sd;
+  for (size_t i = 0; i < n; ++i) {
+    const double alone = static_cast<double>(specs[i].bytes) * 8 / payload_bps;
+    const double id = static_cast<double>(ideal[i].ps) * 1e-12;
+    const double fct = done_at[i] - start_s(i) + (id - alone);
+    sd.push_back(std::max(1.0, fct / id));
+  }
+  return {{"p99_slowdown", percentile(sd, 0.99)},
+          {"p95_slowdown", percentile(sd, 0.95)},
+          {"p50_slowdown", percentile(sd, 0.50)}};
 }
 
 }  // namespace
@@ -89,6 +171,16 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   // runs use 0.99), for HPCC and Odin alike.
   hc.engine.cc.config.hpcc.eta = opt.param_f64("hpcc_eta", hc.engine.cc.config.hpcc.eta);
   hc.engine.cc.config.odin.hpcc.eta = opt.param_f64("hpcc_eta", hc.engine.cc.config.odin.hpcc.eta);
+  // maxStage (HPCC Algorithm 1), for HPCC and Odin alike (docs/cc/hpcc.md).
+  const auto max_stage = static_cast<uint32_t>(
+      opt.param_u64("hpcc_max_stage", hc.engine.cc.config.hpcc.max_stage));
+  hc.engine.cc.config.hpcc.max_stage = max_stage;
+  hc.engine.cc.config.odin.hpcc.max_stage = max_stage;
+  // Odin part 2's window headroom (docs/cc/odin.md).
+  hc.engine.cc.config.odin.nic_window_headroom =
+      opt.param_f64("odin_headroom", hc.engine.cc.config.odin.nic_window_headroom);
+  hc.engine.cc.config.odin.nic_fair_floor =
+      opt.param_u64("odin_fair_floor", hc.engine.cc.config.odin.nic_fair_floor ? 1 : 0) != 0;
   // delay_pace=0: the first version's pacing below one packet (per srtt).
   hc.engine.cc.config.delay.pace_at_target = opt.param_u64("delay_pace", 1) != 0;
 
@@ -187,11 +279,26 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     if (&l->to() == topo.hosts[0]) bottleneck = l.get();
   std::vector<std::pair<Time, uint64_t>> qsamples;
   const Duration step = Duration::nanos(static_cast<int64_t>(opt.param_u64("sample_ns", 2000)));
+  // trace_us=N (incast): every N us on stderr, the bottleneck's busy fraction
+  // over the interval and its queue (docs/results/cc.md, "Why").
+  const uint64_t trace_ps = opt.param_u64("trace_us", 0) * 1'000'000ull;
+  Time trace_at = first_start + Duration::picos(static_cast<int64_t>(trace_ps));
+  uint64_t trace_bytes = 0;
   for (Time t = Time{}; t < end && sim.pending() > 0;) {
     t = std::min(end, t + step);
     sim.run(t);
     if (traffic == "incast" && bottleneck != nullptr && t >= first_start)
       qsamples.emplace_back(t, bottleneck->data_queue_bytes());
+    if (trace_ps > 0 && bottleneck != nullptr && t >= trace_at) {
+      const uint64_t b = bottleneck->stats().tx_wire_bytes;
+      std::fprintf(stderr, "trace %s t_us %.0f util %.3f queue_kb %.1f\n", c.name.c_str(),
+                   to_us(t - first_start),
+                   static_cast<double>(b - trace_bytes) * 8 /
+                       (static_cast<double>(host_bps) * static_cast<double>(trace_ps) * 1e-12),
+                   static_cast<double>(bottleneck->data_queue_bytes()) / 1000);
+      trace_bytes = b;
+      trace_at = t + Duration::picos(static_cast<int64_t>(trace_ps));
+    }
     if (runner.all_done() && runner.started() == all.size()) break;
   }
   const double wall =
@@ -214,6 +321,11 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     }
   }
   const FctReport fr = fct_report(measured, ideal);
+  if (opt.param_u64("fair_share", 1) != 0)
+    res.fair_share = fair_share_slowdowns(specs, ideal, nhosts,
+                                          static_cast<double>(host_bps) *
+                                              static_cast<double>(mtu) /
+                                              static_cast<double>(mtu + 66));
   LogHistogram qh;
   uint64_t pfc = 0, drops = 0, trimmed = 0, ecn = 0, sbflag = 0, max_buf = 0;
   for (const auto& n : net.nodes()) {
@@ -352,6 +464,7 @@ int run_cc_scenario(const ScenarioOptions& opt, Reporter& rep, const std::string
                  scenario.c_str(), c.lossless ? "lossless" : "lossy", c.name.c_str(), r.p99, r.p50,
                  static_cast<unsigned long long>(r.queue_p99),
                  static_cast<unsigned long long>(r.pfc), r.json.value("wall_s", 0.0));
+    if (!r.fair_share.is_null() && !sum.contains("fair_share")) sum["fair_share"] = r.fair_share;
     if (c.lossless)
       sum[c.name] = r.json;
     else

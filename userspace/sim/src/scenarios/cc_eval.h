@@ -30,6 +30,9 @@ struct CcResult {
   uint64_t queue_p99 = 0;
   uint64_t pfc = 0;
   double goodput_gbps = 0;
+  // The same flows under ideal max-min fair sharing of the NICs (fluid;
+  // cc_eval.cc): p50/p95/p99 slowdown. Null with --set fair_share=0.
+  Json fair_share;
 };
 
 // traffic: incast | alltoall | websearch | fbhdp (| permutation). Reads the

@@ -19,7 +19,13 @@ namespace sroce::cc {
 
 struct HpccConfig {
   double eta = 0.95;                    // target utilisation (paper, section 4.3)
-  uint32_t max_stage = 5;               // additive steps before a multiplicative one (paper)
+  // Additive-only reference updates below eta before a multiplicative one.
+  // 0: every update is multiplicative (W = Wc / (U / eta) + W_AI), the
+  // default of the authors' ns-3 artifact (run.py, MI_THRESH 0). With 5 the
+  // law is asymmetric under per-ACK noise in U (cuts at once, grows only
+  // after 5 quiet updates) and held a 15-to-1 incast at 84 % instead of 92 %
+  // (hpcc.md, "maxStage").
+  uint32_t max_stage = 0;
   // Additive increase as a rate, W_AI = ai_rate * T. HPCC's public ns-3
   // artifact (run.py): 10 Mb/s per 25 Gb/s of line rate, 40 Mb/s at 100G.
   // 0 = scale with the line rate that way.

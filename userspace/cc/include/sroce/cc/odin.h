@@ -40,11 +40,20 @@ struct OdinConfig {
   // rate by the ratio. The rates of a NIC's flows add up to its line rate;
   // their windows to that many base-RTT BDPs, so that queueing delay on the
   // path (RTT > T) does not make the window, rather than the rate, the limit.
-  double nic_window_headroom = 1.5;
+  // 3 (was 1.5): with HPCC's multiplicative increase the windows track the
+  // rates closely and 1.5 bound the flows below their NIC share (odin.md,
+  // "Tuning the ratio").
+  double nic_window_headroom = 3.0;
   // Part 2, optional: split W_AI among the NIC's active flows, so a host
   // probes like one flow (off: in the lab it helps at 16-32 hosts by <1 % and
   // slows recovery at 64; HPCC's W_AI is already sized for many flows per link).
   bool nic_share_ai = false;
+  // Part 2: a flow never gets less than min(its own rate, C / n_active) (the
+  // NIC's equal share), so a flow held below that share by its own path (a
+  // hot receiver) is not scaled down further by the other flows' demand;
+  // only flows above the equal share are scaled by the ratio (odin.md,
+  // "The ratio's floor"). false = every flow is scaled by the ratio.
+  bool nic_fair_floor = true;
   // Part 1: while a queued hop is flagged the target utilisation is
   // eta x (1 - flag_decrease) (odin.md has the sweep behind 0.05).
   double flag_decrease = 0.05;
@@ -89,6 +98,8 @@ class Odin {
 
  private:
   void set_window(double w);
+  // Part 2: the fraction of its own HPCC rate the flow may send (<= 1).
+  double nic_scale() const;
   uint64_t demand() const { return static_cast<uint64_t>(rate_of(w_, flow_.base_rtt)); }
 
   OdinConfig cfg_;
