@@ -46,6 +46,7 @@ struct Options {
   double flag_decrease = -1;  // < 0: OdinConfig default
   int max_stage = -1;         // < 0: HpccConfig default (HPCC and Odin)
   double headroom = -1;       // < 0: OdinConfig default
+  bool no_fair_floor = false;  // odin: the proportional ratio alone
   double timeline_us = 0;   // > 0: per-flow rates every timeline_us to stderr
 };
 
@@ -173,6 +174,7 @@ int main(int argc, char** argv) {
   app.add_option("--flag-decrease", o.flag_decrease, "odin: eta_flag = eta x (1 - this)")->check(CLI::Range(0.0, 0.9));
   app.add_option("--max-stage", o.max_stage, "hpcc/odin: maxStage (default 0)")->check(CLI::Range(0, 100));
   app.add_option("--headroom", o.headroom, "odin: NIC-ratio window headroom (default 3)")->check(CLI::Range(1.0, 100.0));
+  app.add_flag("--no-fair-floor", o.no_fair_floor, "odin: no floor at the NIC's equal share");
   app.add_option("--seed", o.seed, "seed of RED marking, link jitter and host start times");
   app.add_option("--timeline-us", o.timeline_us, "print per-flow rates (Gb/s) every N us to stderr");
   CLI11_PARSE(app, argc, argv);
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
     base_cc.odin.hpcc.max_stage = static_cast<uint32_t>(o.max_stage);
   }
   if (o.headroom > 0) base_cc.odin.nic_window_headroom = o.headroom;
+  if (o.no_fair_floor) base_cc.odin.nic_fair_floor = false;
   auto with = [&](Algorithm a) {
     CcConfig c = base_cc;
     c.algorithm = a;
