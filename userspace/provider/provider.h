@@ -270,8 +270,10 @@ int verb_req_notify_cq(ibv_cq*, int);
 void verb_cq_event(ibv_cq*);
 int verb_query_rt_values(ibv_context*, ibv_values_ex*);
 int verb_resize_cq(ibv_cq*, int);
+// The device clock of completion timestamps: CLOCK_MONOTONIC in nanoseconds, so
+// ibv_device_attr_ex.hca_core_clock is 1000000 kHz.
 uint64_t device_clock_ns();
-inline constexpr uint64_t kDeviceClockKhz = 1000000;  // ibv_device_attr_ex.hca_core_clock  // the device clock of completion timestamps (ns, CLOCK_MONOTONIC)
+inline constexpr uint64_t kDeviceClockKhz = 1000000;
 // sroce_cqe.reserved0 is 0 from the daemon; the provider marks entries it must skip.
 inline constexpr uint8_t kCqeDiscarded = 1;
 void cq_discard_qp(Cq* cq, uint32_t qpn);

@@ -26,7 +26,8 @@ Time writes(Pair& p, int n, uint64_t base) {
 
 }  // namespace
 
-TEST_CASE("resize_cq keeps unpolled completions in order; refuses below them", "[objects][resize]") {
+TEST_CASE("resize_cq keeps unpolled completions in order; refuses below them",
+          "[objects][resize]") {
   Pair p;
   const Handle cq = p.a.cq;
   const Time t0 = writes(p, 5, 100);
@@ -56,7 +57,8 @@ TEST_CASE("resize_cq keeps unpolled completions in order; refuses below them", "
   CHECK(ev[0].type == AsyncEventType::kCqErr);
 }
 
-TEST_CASE("rereg_mr_host: a new translation moves host address and iova apart", "[objects][rereg]") {
+TEST_CASE("rereg_mr_host: a new translation moves host address and iova apart",
+          "[objects][rereg]") {
   Pair p;
   // As the daemon registers a kernel-path MR: keys checked against the iova peers use, data
   // at a host address of its own.
