@@ -283,6 +283,7 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int sroce_poll_cq(struct ib_cq *ibcq, int n, struct ib_wc *wc);
 int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void sroce_kcq_push(struct sroce_cq *cq, const struct ib_wc *wc,

@@ -97,6 +97,62 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return 0;
 }
 
+/*
+ * ibv_resize_cq (IBA 11.2.6.3): a new ring of at least cqe entries; sroced
+ * moves the completions not yet polled into it, in order, and answers
+ * EINVAL when cqe is below their count (as rxe). The provider holds its
+ * poll lock throughout and maps the new ring from the driver data; the old
+ * one is released here (a side that still maps it keeps valid memory).
+ * Kernel CQs (ib_mad's) are never resized.
+ */
+int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibcq->device);
+	struct sroce_cq *cq = to_scq(ibcq);
+	struct sroce_resize_cq req = { .handle = cq->handle, .cqe = cqe };
+	struct sroce_kring_resp kresp = {};
+	struct sroce_kring_ext ext = {};
+	struct sroce_create_cq_resp resp;
+	u32 esz = ALIGN(sizeof(struct sroce_cqe), 16);
+	struct sroce_rbuf *ring, *old;
+	u32 size;
+	int err;
+
+	if (!cq->uctx || !udata)
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > sdev->limits.max_cqe)
+		return -EINVAL;
+	if (udata->outlen < sizeof(kresp))
+		return -EINVAL;
+	size = roundup_pow_of_two(cqe);
+	ring = sroce_ring_alloc(cq->uctx, sroce_ring_entries_offset() +
+				(size_t)size * esz);
+	if (IS_ERR(ring))
+		return PTR_ERR(ring);
+	sroce_ring_init(ring->vaddr, size, esz);
+	sroce_ring_kmap(ring, &ext.map);
+	ext.size = size;
+	ext.entry_size = esz;
+	err = sroce_ucall(cq->uctx, SROCE_OP_RESIZE_CQ, &req, sizeof(req), &ext,
+			  sizeof(ext), &resp, sizeof(resp));
+	if (err)
+		goto err_ring;
+	kresp.mmap_offset = rdma_user_mmap_get_offset(&ring->rdma);
+	kresp.ring_bytes = ring->bytes;
+	/* sroced fills the new ring from now on: it is the CQ's, come what may */
+	xa_lock(&sdev->cqs);	/* sroce_daemon_gone reads cq->ring under it */
+	old = cq->ring;
+	cq->ring = ring;
+	xa_unlock(&sdev->cqs);
+	cq->ibcq.cqe = size;
+	sroce_ring_free(cq->uctx, old);
+	return ib_copy_to_udata(udata, &kresp, sizeof(kresp));
+
+err_ring:
+	sroce_ring_free(cq->uctx, ring);
+	return err;
+}
+
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct sroce_cq *cq = to_scq(ibcq);

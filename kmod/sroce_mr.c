@@ -126,13 +126,67 @@ err_free:
 	return ERR_PTR(err);
 }
 
+/* Pins [start, start + length) and offers its pages to sroced as a region. */
+static int sroce_mr_pin(struct sroce_ucontext *uctx, struct ib_device *dev,
+			u64 start, u64 length, int access,
+			struct ib_umem **umem, struct sroce_region **region,
+			struct sroce_kmr_ext *ext)
+{
+	struct sroce_region *r;
+	unsigned long npages;
+	int err = -ENOMEM;
+
+	*umem = ib_umem_get(dev, start, length, access);
+	if (IS_ERR(*umem))
+		return PTR_ERR(*umem);
+	r = sroce_region_new(ib_umem_num_pages(*umem) << PAGE_SHIFT,
+			     (*umem)->writable);
+	if (!r)
+		goto err_umem;
+	r->pages = sroce_umem_pages(*umem, &npages);
+	if (!r->pages) {
+		sroce_region_free(r);
+		goto err_umem;
+	}
+	err = sroce_chan_add_region(uctx->chan, r);
+	if (err) {
+		kvfree(r->pages);
+		sroce_region_free(r);
+		goto err_umem;
+	}
+	ext->map.offset = (u64)r->pgoff << PAGE_SHIFT;
+	ext->map.bytes = r->bytes;
+	ext->first_byte = ib_umem_offset(*umem);
+	ext->writable = r->writable;
+	*region = r;
+	return 0;
+
+err_umem:
+	ib_umem_release(*umem);
+	return err;
+}
+
+/* Takes a pinned range back from sroced (zaps its mapping) and unpins it. */
+static void sroce_mr_unpin(struct sroce_ucontext *uctx, struct ib_umem *umem,
+			   struct sroce_region *r)
+{
+	struct page **pages = r->pages;
+
+	sroce_chan_del_region(uctx->chan, r);	/* zaps, then frees r */
+	kvfree(pages);
+	ib_umem_release(umem);
+}
+
 /*
- * ibv_rereg_mr (IBA 11.2.8.7, "Reregister Memory Region"): a new PD or new
- * access rights, in place, so the keys stay (peers that hold the rkey go on
- * using it) and sroced applies the change to its MR. A new translation needs
- * new pinned pages and a new mapping for sroced: not supported (EOPNOTSUPP),
- * nor rights that need writable pages on a registration pinned read-only.
- * Returning NULL tells ib_uverbs the MR changed in place.
+ * ibv_rereg_mr (IBA 11.2.8.7, "Reregister Memory Region"), in place, so the
+ * keys stay (peers that hold the rkey go on using it) and sroced applies the
+ * change to its MR. A new PD or new rights change the MR as it is; rights
+ * that need writable pages on a registration pinned read-only are refused
+ * (EOPNOTSUPP). A new translation pins the new range first and offers it to
+ * sroced with the request (sroce_kmr_ext, as REG_MR); once sroced has moved
+ * the MR (and unmapped the old pages) the old range is unpinned; if sroced
+ * refuses, the new pin goes and the MR is as it was. Returning NULL tells
+ * ib_uverbs the MR changed in place (it then sets iova, length and PD).
  */
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -140,34 +194,58 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 {
 	struct sroce_mr *mr = to_smr(ibmr);
 	struct sroce_rereg_mr req = { .lkey = ibmr->lkey, .flags = flags };
+	int want = (flags & IB_MR_REREG_ACCESS) ? access : mr->access;
+	struct sroce_region *region = NULL;
+	struct ib_umem *umem = NULL;
+	struct sroce_kmr_ext ext = {};
 	struct sroce_reg_mr_resp resp;
 	int err;
 
-	if (!mr->umem || (flags & IB_MR_REREG_TRANS))
+	if (!mr->umem)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (flags & IB_MR_REREG_ACCESS) {
 		if (access & ~SROCE_MR_ACCESS)
 			return ERR_PTR(-EOPNOTSUPP);
-		if (!mr->umem->writable &&
-		    (access & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
-			       IB_ACCESS_REMOTE_ATOMIC)))
-			return ERR_PTR(-EOPNOTSUPP);
 		req.access = access;
+	}
+	if (flags & IB_MR_REREG_TRANS) {
+		if (!length ||
+		    length > to_sdev(ibmr->device)->limits.max_mr_size)
+			return ERR_PTR(-EINVAL);
+		req.addr = start;
+		req.length = length;
+		req.iova = iova;
+		err = sroce_mr_pin(mr->uctx, ibmr->device, start, length, want,
+				   &umem, &region, &ext);
+		if (err)
+			return ERR_PTR(err);
+	} else if (!mr->umem->writable &&
+		   (want & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			    IB_ACCESS_REMOTE_ATOMIC))) {
+		return ERR_PTR(-EOPNOTSUPP);
 	}
 	if (flags & IB_MR_REREG_PD)
 		req.pd = to_spd(pd)->handle;
-	err = sroce_ucall(mr->uctx, SROCE_OP_REREG_MR, &req, sizeof(req), NULL,
-			  0, &resp, sizeof(resp));
-	if (err)
-		return ERR_PTR(err);
-	if (resp.lkey != ibmr->lkey || resp.rkey != ibmr->rkey) {
+	err = sroce_ucall(mr->uctx, SROCE_OP_REREG_MR, &req, sizeof(req),
+			  region ? &ext : NULL, region ? sizeof(ext) : 0,
+			  &resp, sizeof(resp));
+	if (!err && (resp.lkey != ibmr->lkey || resp.rkey != ibmr->rkey)) {
 		/* sroced changed the keys: it is not the rereg it should be */
 		pr_warn_ratelimited("%s: rereg changed the keys of MR 0x%x\n",
 				    SROCE_DRV_NAME, ibmr->lkey);
-		return ERR_PTR(-EPROTO);
+		err = -EPROTO;
 	}
-	if (flags & IB_MR_REREG_ACCESS)
-		mr->access = access;
+	if (err) {
+		if (region)
+			sroce_mr_unpin(mr->uctx, umem, region);
+		return ERR_PTR(err);
+	}
+	if (region) {
+		sroce_mr_unpin(mr->uctx, mr->umem, mr->region);
+		mr->umem = umem;
+		mr->region = region;
+	}
+	mr->access = want;
 	return NULL;
 }
 

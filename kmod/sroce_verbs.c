@@ -72,6 +72,11 @@ static void sroce_fill_attr(struct sroce_dev *sdev, struct ib_device_attr *a)
 	a->max_srq_sge = l->max_srq_sge;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
+	/* Completion timestamps: sroced stamps each CQE with its CLOCK_MONOTONIC
+	 * in nanoseconds (sroce_cqe.timestamp), a 64-bit clock of 1 GHz (kHz here).
+	 */
+	a->hca_core_clock = 1000000;
+	a->timestamp_mask = ~0ULL;
 }
 
 /* sroced's limits at attach: what uverbs answers from then on (it caches
@@ -361,6 +366,7 @@ const struct ib_device_ops sroce_dev_ops = {
 	.reg_user_mr = sroce_reg_user_mr,
 	.rereg_user_mr = sroce_rereg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
+	.resize_cq = sroce_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),

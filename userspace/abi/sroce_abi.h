@@ -73,6 +73,7 @@ enum sroce_op {
 	SROCE_OP_DESTROY_COMP_CHANNEL,/* sroce_handle_req */
 	SROCE_OP_STATS,            /* -> JSON text (daemon tools: sroce status/qps/lanes) */
 	SROCE_OP_REREG_MR,         /* sroce_rereg_mr -> sroce_reg_mr_resp (provider: ibv_rereg_mr) */
+	SROCE_OP_RESIZE_CQ,        /* sroce_resize_cq -> sroce_create_cq_resp; fds: the new ring's memfd */
 	SROCE_OP_COUNT,
 };
 
@@ -385,6 +386,10 @@ struct sroce_cqe {
 	sroce_u32 wc_flags;
 	sroce_u16 pkey_index;
 	sroce_u16 reserved1;
+	/* When the engine completed the work: nanoseconds of the daemon's
+	 * CLOCK_MONOTONIC (the device clock of ibv_wc_read_completion_ts, one
+	 * tick a nanosecond: hca_core_clock 1000000 kHz). */
+	sroce_u64 timestamp;
 };
 
 /* Doorbells: written as 8-byte eventfd counts by the side that produced
@@ -429,6 +434,19 @@ struct sroce_rereg_mr {
 	sroce_u64 iova;
 	sroce_u32 pd;     /* with IBV_REREG_MR_CHANGE_PD */
 	sroce_u32 access; /* with IBV_REREG_MR_CHANGE_ACCESS */
+};
+
+/* SROCE_OP_RESIZE_CQ (ibv_resize_cq, IBA 11.2.6.3 "Resize Completion Queue"): the CQ
+ * named by handle gets a new ring of at least cqe entries; the completions not yet
+ * polled move to it in order, so none is lost. The reply is a sroce_create_cq_resp
+ * (handle unchanged, the new capacity and ring size) with the new ring's memfd; on
+ * the kernel path the module's new ring follows the request as a sroce_kring_ext and
+ * no fd is passed. -EINVAL when cqe is 0, above max_cqe, or below the completions the
+ * CQ holds (as rxe). The provider holds the CQ's poll lock throughout, so nothing
+ * consumes from the old ring while the daemon moves its entries. */
+struct sroce_resize_cq {
+	sroce_u32 handle;
+	sroce_u32 cqe;
 };
 
 /* ------------------------------------------------------------------------
@@ -592,12 +610,13 @@ SROCE_ABI_ASSERT(sizeof(struct sroce_qp_attr) == 100, "sroce_qp_attr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_ring) == 192, "sroce_ring layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_send_wqe) == 72, "sroce_send_wqe layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_recv_wqe) == 16, "sroce_recv_wqe layout");
-SROCE_ABI_ASSERT(sizeof(struct sroce_cqe) == 40, "sroce_cqe layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_cqe) == 48, "sroce_cqe layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_sge) == 16, "sroce_sge layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_async_event_desc) == 16, "async event desc layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_comp_event_desc) == 8, "comp event desc layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_stats_req) == 8, "sroce_stats_req layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_rereg_mr) == 40, "sroce_rereg_mr layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_resize_cq) == 8, "sroce_resize_cq layout");
 
 SROCE_ABI_ASSERT(sizeof(struct sroce_kmsg) == 8, "sroce_kmsg layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kattach) == 192, "sroce_kattach layout");

@@ -66,10 +66,12 @@ verbs_context_ops make_context_ops() {
   ops.query_device_ex = verb_query_device_ex;
   ops.query_port = verb_query_port;
   ops.query_qp = verb_query_qp;
+  ops.query_rt_values = verb_query_rt_values;
   ops.query_srq = verb_query_srq;
   ops.reg_mr = verb_reg_mr;
   ops.req_notify_cq = verb_req_notify_cq;
   ops.rereg_mr = verb_rereg_mr;
+  ops.resize_cq = verb_resize_cq;
   return ops;
 }
 const verbs_context_ops kContextOps = make_context_ops();
@@ -331,6 +333,11 @@ int verb_query_device_ex(ibv_context* ibctx, const ibv_query_device_ex_input* in
     attr->device_cap_flags_ex = d.device_cap_flags;
   if (attr_size >= offsetof(ibv_device_attr_ex, phys_port_cnt_ex) + sizeof(uint32_t))
     attr->phys_port_cnt_ex = d.phys_port_cnt;
+  // Completion timestamps (sroce_cqe.timestamp): a 64-bit nanosecond clock, i.e. 1 GHz.
+  if (attr_size >= offsetof(ibv_device_attr_ex, hca_core_clock) + sizeof(uint64_t)) {
+    attr->completion_timestamp_mask = ~uint64_t{0};
+    attr->hca_core_clock = kDeviceClockKhz;
+  }
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <algorithm>
 #include <new>
@@ -17,6 +18,12 @@ namespace sroce::provider {
 namespace {
 
 bool is_recv_opcode(uint32_t opcode) { return (opcode & IBV_WC_RECV) != 0; }
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 
 QpTable* new_table(uint32_t count) {
   size_t bytes = sizeof(QpTable) + sizeof(QpTable::items[0]) * (count > 0 ? count - 1 : 0);
@@ -85,6 +92,7 @@ bool take_flush(Cq* cq, sroce_cqe* out) {
       out->status = IBV_WC_WR_FLUSH_ERR;
       out->opcode = static_cast<uint8_t>(entry.opcode);
       out->qp_num = qp->qpn;
+      out->timestamp = device_clock_ns();  // flushed now: made up here, the daemon is gone
       s.tail.store(tail + 1, std::memory_order_release);
       cq->flush_cursor = i;
       return true;
@@ -205,6 +213,16 @@ unsigned int cqx_read_wc_flags(ibv_cq_ex* cqx) { return to_cq(cqx)->current.wc_f
 uint32_t cqx_read_slid(ibv_cq_ex*) { return 0; }
 uint8_t cqx_read_sl(ibv_cq_ex* cqx) { return to_cq(cqx)->current.sl; }
 uint8_t cqx_read_dlid_path_bits(ibv_cq_ex*) { return 0; }
+// Completion timestamps: the device clock is the daemon's CLOCK_MONOTONIC in nanoseconds
+// (hca_core_clock 1000000 kHz); the wall clock is that instant moved by the current
+// difference between CLOCK_REALTIME and CLOCK_MONOTONIC (both read here, vDSO calls).
+uint64_t cqx_read_completion_ts(ibv_cq_ex* cqx) { return to_cq(cqx)->current.timestamp; }
+uint64_t cqx_read_completion_wallclock_ns(ibv_cq_ex* cqx) {
+  const uint64_t ts = to_cq(cqx)->current.timestamp;
+  const uint64_t mono = clock_ns(CLOCK_MONOTONIC);
+  const uint64_t real = clock_ns(CLOCK_REALTIME);
+  return real - (mono - ts);
+}
 
 Cq* create_cq_common(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
   Context* ctx = to_ctx(ibctx);
@@ -258,14 +276,32 @@ Cq* create_cq_common(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int
 
 }  // namespace
 
+uint64_t device_clock_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+// ibv_query_rt_values_ex: the device clock now, in ticks, in raw_clock.tv_nsec (tv_sec 0), as
+// mlx5 reports its cycle counter; ticks are nanoseconds here.
+int verb_query_rt_values(ibv_context*, ibv_values_ex* values) {
+  if (values->comp_mask & ~uint32_t{IBV_VALUES_MASK_RAW_CLOCK}) return EINVAL;
+  uint32_t done = 0;
+  if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+    values->raw_clock.tv_sec = 0;
+    values->raw_clock.tv_nsec = static_cast<long>(device_clock_ns());
+    done |= IBV_VALUES_MASK_RAW_CLOCK;
+  }
+  values->comp_mask = done;
+  return 0;
+}
+
 ibv_cq* verb_create_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
   Cq* cq = create_cq_common(ibctx, cqe, channel, comp_vector);
   return cq != nullptr ? &cq->vcq.cq : nullptr;
 }
 
 ibv_cq_ex* verb_create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
-  if (attr->wc_flags & ~uint64_t{IBV_WC_STANDARD_FLAGS}) {
-    errno = EOPNOTSUPP;  // no timestamps, VLANs, flow tags or tag matching
+  constexpr uint64_t kTimestamps =
+      IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+  if (attr->wc_flags & ~(uint64_t{IBV_WC_STANDARD_FLAGS} | kTimestamps)) {
+    errno = EOPNOTSUPP;  // no VLANs, flow tags or tag matching
     return nullptr;
   }
   if (attr->comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD}) {
@@ -297,6 +333,10 @@ ibv_cq_ex* verb_create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
   if (attr->wc_flags & IBV_WC_EX_WITH_SL) x.read_sl = cqx_read_sl;
   if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
     x.read_dlid_path_bits = cqx_read_dlid_path_bits;
+  if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+    x.read_completion_ts = cqx_read_completion_ts;
+  if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+    x.read_completion_wallclock_ns = cqx_read_completion_wallclock_ns;
   return &x;
 }
 
@@ -345,6 +385,66 @@ int verb_req_notify_cq(ibv_cq* ibcq, int solicited_only) {
 }
 
 void verb_cq_event(ibv_cq*) {}
+
+// Completions this CQ still owes the application: signaled send WRs outstanding on the QPs
+// that complete into it (their completions are in the ring or will be), and receive
+// completions already in the ring (posted receives are not counted: they may wait forever).
+// Caller holds cq->lock.
+uint32_t cq_pending(Cq* cq) {
+  uint32_t n = 0;
+  const uint32_t prod = cq->ring.load_prod_acquire();
+  for (uint32_t i = cq->ring.header()->cons; i != prod; ++i) {
+    const auto* e = reinterpret_cast<const sroce_cqe*>(cq->ring.slot(i));
+    if (e->reserved0 != kCqeDiscarded && is_recv_opcode(e->opcode)) ++n;
+  }
+  QpTable* t = cq->qps.load(std::memory_order_acquire);
+  for (uint32_t k = 0; t != nullptr && k < t->count; ++k) {
+    Qp* qp = t->items[k].qp;
+    if (qp->send_cq != cq) continue;
+    Shadow& s = qp->sq_shadow;
+    const uint32_t head = s.head.load(std::memory_order_acquire);
+    for (uint32_t i = s.tail.load(std::memory_order_relaxed); i != head; ++i)
+      if (s.at(i).signaled) ++n;
+  }
+  return n;
+}
+
+// ibv_resize_cq (IBA 11.2.6.3): a new ring from sroced (socket path) or the module (kernel
+// path) with the unpolled completions moved over in order. The poll lock is held throughout,
+// so no poller reads the old ring while they move; EINVAL below what the CQ owes (above), as
+// rxe refuses a size below the completions it holds; a failure leaves the old ring in use.
+int verb_resize_cq(ibv_cq* ibcq, int cqe) {
+  Cq* cq = to_cq(ibcq);
+  Context* ctx = cq->ctx;
+  if (cqe < 1 || static_cast<uint32_t>(cqe) > ctx->st->dev_attr.max_cqe) return EINVAL;
+  if (ctx_dead(ctx)) return EIO;
+  cq->lock.lock();
+  if (static_cast<uint32_t>(cqe) < cq_pending(cq)) {
+    cq->lock.unlock();
+    return EINVAL;
+  }
+  Mapping fresh;
+  int err;
+  if (ctx->st->kernel) {
+    err = kernel_resize_cq(ctx, cq, cqe, &fresh);
+  } else {
+    sroce_resize_cq req{cq->handle, static_cast<uint32_t>(cqe)};
+    sroce_create_cq_resp resp{};
+    ReplyFds fds;
+    err = ctx->st->control.call(SROCE_OP_RESIZE_CQ, &req, sizeof(req), &resp, sizeof(resp), &fds);
+    if (err == 0) err = fresh.map(fds.take(0), resp.ring_bytes);
+    if (err == 0 && !ring_geometry_ok(fresh, 0, sizeof(sroce_cqe))) err = EPROTO;
+    if (err == 0) ibcq->cqe = static_cast<int>(resp.cqe);
+    if (err != 0) fresh.unmap();
+  }
+  if (err == 0) {
+    cq->mapping.unmap();
+    cq->mapping = fresh;
+    cq->ring = RingView(cq->mapping.addr);
+  }
+  cq->lock.unlock();
+  return err;
+}
 
 // A QP moved to Reset: its completions still in the ring are not to be reported (mlx4/mlx5
 // clean the CQ on that transition, and programs such as rdma-core's tests restate a QP after

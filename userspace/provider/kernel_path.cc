@@ -257,6 +257,24 @@ int kernel_create_cq(Context* ctx, Cq* cq, int cqe, ibv_comp_channel* channel, i
   return 0;
 }
 
+int kernel_resize_cq(Context* ctx, Cq* cq, int cqe, Mapping* out) {
+  CmdBuf<ib_uverbs_resize_cq> cmd;
+  RespBuf<ib_uverbs_resize_cq_resp, sroce_kring_resp> resp;
+  int err = ibv_cmd_resize_cq(&cq->vcq.cq, cqe, cmd.bytes, sizeof(cmd.bytes), resp.bytes,
+                              sizeof(resp.bytes));
+  if (err != 0) return err;
+  // The CQ has its new ring now (cq->vcq.cq.cqe is set): failing to map it leaves the CQ
+  // unusable, so say so loudly rather than poll a ring sroced no longer fills.
+  sroce_kring_resp k = resp.drv();
+  err = map_ring(ctx, out, k.mmap_offset, k.ring_bytes);
+  if (err == 0 && !ring_geometry_ok(*out, 0, sizeof(sroce_cqe))) err = EPROTO;
+  if (err != 0) {
+    out->unmap();
+    fprintf(stderr, "libsroce: resize_cq: the new ring cannot be mapped: %s\n", strerror(err));
+  }
+  return err;
+}
+
 int kernel_create_srq(Context* ctx, Srq* srq, ibv_pd* pd, ibv_srq_init_attr* init,
                       sroce_create_srq_resp* out) {
   CmdBuf<ib_uverbs_create_srq> cmd;

@@ -234,6 +234,8 @@ int kernel_destroy_ah(ibv_ah*);
 // would on the socket path; on failure nothing is left.
 int kernel_create_cq(Context* ctx, Cq* cq, int cqe, ibv_comp_channel* channel, int comp_vector,
                      sroce_create_cq_resp* resp);
+// ibv_resize_cq on the kernel path: the module's new ring is mapped into `out`.
+int kernel_resize_cq(Context* ctx, Cq* cq, int cqe, Mapping* out);
 int kernel_create_srq(Context* ctx, Srq* srq, ibv_pd* pd, ibv_srq_init_attr* init,
                       sroce_create_srq_resp* resp);
 int kernel_create_qp(Context* ctx, Qp* qp, ibv_qp_init_attr_ex* attr, sroce_create_qp_resp* resp);
@@ -266,6 +268,12 @@ int verb_destroy_cq(ibv_cq*);
 int verb_poll_cq(ibv_cq*, int, ibv_wc*);
 int verb_req_notify_cq(ibv_cq*, int);
 void verb_cq_event(ibv_cq*);
+int verb_query_rt_values(ibv_context*, ibv_values_ex*);
+int verb_resize_cq(ibv_cq*, int);
+// The device clock of completion timestamps: CLOCK_MONOTONIC in nanoseconds, so
+// ibv_device_attr_ex.hca_core_clock is 1000000 kHz.
+uint64_t device_clock_ns();
+inline constexpr uint64_t kDeviceClockKhz = 1000000;
 // sroce_cqe.reserved0 is 0 from the daemon; the provider marks entries it must skip.
 inline constexpr uint8_t kCqeDiscarded = 1;
 void cq_discard_qp(Cq* cq, uint32_t qpn);

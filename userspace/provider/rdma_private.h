@@ -223,6 +223,8 @@ int ibv_cmd_rereg_mr(verbs_mr* vmr, uint32_t flags, void* addr, size_t length, u
 int ibv_cmd_create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int comp_vector,
                       ibv_cq* cq, void* cmd, size_t cmd_size, void* resp, size_t resp_size);
 int ibv_cmd_destroy_cq(ibv_cq* cq);
+int ibv_cmd_resize_cq(ibv_cq* cq, int cqe, void* cmd, size_t cmd_size, void* resp,
+                      size_t resp_size);
 int ibv_cmd_create_srq(ibv_pd* pd, ibv_srq* srq, ibv_srq_init_attr* attr, void* cmd,
                        size_t cmd_size, void* resp, size_t resp_size);
 int ibv_cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* srq_attr, int srq_attr_mask, void* cmd,

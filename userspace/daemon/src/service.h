@@ -154,6 +154,10 @@ class Service {
   int op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_create_cq(Context& c, std::span<const std::byte> body, Reply& r);
   int op_destroy_cq(Context& c, std::span<const std::byte> body);
+  int op_resize_cq(Context& c, std::span<const std::byte> body, Reply& r);  // service_resize.cc
+  // Kernel path: REREG_MR with a new translation (service_resize.cc).
+  int kernel_rereg_translation(Context& c, MrObj& m, const sroce_rereg_mr& req,
+                               std::span<const std::byte> ext, Reply& r);
   int op_create_qp(Context& c, std::span<const std::byte> body, Reply& r);
   int op_modify_qp(Context& c, std::span<const std::byte> body, Time now);
   int op_query_qp(Context& c, std::span<const std::byte> body, Reply& r);

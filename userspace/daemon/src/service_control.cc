@@ -265,6 +265,7 @@ int Service::dispatch(Context& c, uint16_t op, std::span<const std::byte> body, 
     case SROCE_OP_REREG_MR: return op_rereg_mr(c, body, r);
     case SROCE_OP_CREATE_CQ: return op_create_cq(c, body, r);
     case SROCE_OP_DESTROY_CQ: return op_destroy_cq(c, body);
+    case SROCE_OP_RESIZE_CQ: return op_resize_cq(c, body, r);
     case SROCE_OP_CREATE_QP: return op_create_qp(c, body, r);
     case SROCE_OP_MODIFY_QP: return op_modify_qp(c, body, now);
     case SROCE_OP_QUERY_QP: return op_query_qp(c, body, r);

@@ -198,8 +198,9 @@ int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   if (req.flags == 0 || (req.flags & ~kChanges)) return -EINVAL;
   // The kernel path's MRs are pinned pages mapped from the module: a new PD or new rights
   // change in place (the module refuses rights that need writable pages it pinned
-  // read-only); a new translation would need new pages and a new mapping.
-  if (c.kernel && (req.flags & IBV_REREG_MR_CHANGE_TRANSLATION)) return -EOPNOTSUPP;
+  // read-only); a new translation comes with the new pages (service_resize.cc).
+  if (c.kernel && (req.flags & IBV_REREG_MR_CHANGE_TRANSLATION))
+    return kernel_rereg_translation(c, m, req, body.subspan(sizeof req), r);
   if constexpr (EngineHasIova<Engine>) {
     // With an iova apart from the host address the range must be re-tagged too (memory.h).
     spdlog::warn("context {}: rereg_mr with an iova-aware engine is not wired up", c.id);

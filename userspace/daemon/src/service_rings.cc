@@ -31,6 +31,10 @@ uint8_t wc_opcode_for(uint8_t wr_opcode) {
   }
 }
 
+// sroce_cqe.timestamp: nanoseconds of the loop's clock (CLOCK_MONOTONIC, Daemon::now), the
+// device clock the provider reports (hca_core_clock 1 GHz, docs/provider.md).
+uint64_t cqe_timestamp(Time t) { return t.ps > 0 ? static_cast<uint64_t>(t.ps / 1000) : 0; }
+
 }  // namespace
 
 bool Service::poll_rings(Time now) {
@@ -62,6 +66,7 @@ void Service::push_error_cqe(Context& c, uint32_t cq_local, uint64_t wr_id, uint
   e.status = status;
   e.opcode = opcode;
   e.qp_num = qpn;
+  e.timestamp = cqe_timestamp(now_);
   memcpy(cq.ring.slot(prod), &e, sizeof e);
   cq.ring.set_prod(prod + 1);
   ++stats_.cqes;
@@ -323,6 +328,7 @@ bool Service::drain_cq(Context& c, CqObj& cq) {
       e.src_qp = w.src_qp;
       e.wc_flags = w.wc_flags;
       e.pkey_index = w.pkey_index;
+      e.timestamp = cqe_timestamp(w.timestamp);
       memcpy(cq.ring.slot(prod + static_cast<uint32_t>(i)), &e, sizeof e);
       error |= w.status != WcStatus::kSuccess;
     }

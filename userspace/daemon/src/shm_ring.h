@@ -124,6 +124,8 @@ class ShmRing {
   bool disarm(uint32_t expected) const {
     return ref(hdr_->armed).compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
   }
+  // A resized CQ's new ring takes over the old one's pending ibv_req_notify_cq.
+  void rearm(uint32_t v) const { ref(hdr_->armed).store(v, std::memory_order_release); }
   void set_error() const { ref(hdr_->error).store(1, std::memory_order_release); }
 
  private:

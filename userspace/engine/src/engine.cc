@@ -90,6 +90,11 @@ Result<void> Engine::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t
 }
 Result<Handle> Engine::create_cq(uint32_t cqe) { return impl_->create_cq(cqe); }
 Result<void> Engine::destroy_cq(Handle cq) { return impl_->destroy_cq(cq); }
+Result<void> Engine::resize_cq(Handle cq, uint32_t cqe) { return impl_->resize_cq(cq, cqe); }
+Result<void> Engine::rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd, uint64_t host_addr,
+                                   uint64_t length, uint32_t access, uint64_t iova) {
+  return impl_->rereg_mr_host(lkey, flags, pd, host_addr, length, access, iova);
+}
 Result<Handle> Engine::create_srq(Handle pd, const SrqAttr& attr) {
   return impl_->create_srq(pd, attr);
 }

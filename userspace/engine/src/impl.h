@@ -48,6 +48,9 @@ class Engine::Impl {
                         uint32_t access);
   Result<Handle> create_cq(uint32_t cqe);
   Result<void> destroy_cq(Handle cq);
+  Result<void> resize_cq(Handle cq, uint32_t cqe);
+  Result<void> rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd, uint64_t host_addr,
+                             uint64_t length, uint32_t access, uint64_t iova);
   Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
   Result<void> modify_srq(Handle srq, uint32_t srq_limit);
   Result<void> destroy_srq(Handle srq);

@@ -205,6 +205,22 @@ Result<void> Engine::Impl::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, ui
   return {};
 }
 
+// reg_mr_host's MRs: the host address moves with a new translation and the iova is set apart
+// (rereg_mr would make it follow the host address).
+Result<void> Engine::Impl::rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd,
+                                         uint64_t host_addr, uint64_t length, uint32_t access,
+                                         uint64_t iova) {
+  Mr* mr = mr_by_lkey(lkey);
+  if (!mr) return err(EINVAL, "rereg_mr: no MR with this lkey");
+  if ((flags & kReregTranslation) && length > UINT64_MAX - iova)
+    return err(EINVAL, "rereg_mr: iova + length overflows");
+  const uint64_t old_iova = mr->iova;
+  auto r = rereg_mr(lkey, flags, pd, host_addr, length, access);
+  if (!r) return r;
+  mr->iova = (flags & kReregTranslation) ? iova : old_iova;
+  return {};
+}
+
 // ---------------------------------------------------------------- CQ
 Result<Handle> Engine::Impl::create_cq(uint32_t cqe) {
   if (cqe == 0 || cqe > cfg_.max_cqe)
@@ -225,6 +241,30 @@ Result<void> Engine::Impl::destroy_cq(Handle h) {
   if (s == kNone) return err(EINVAL, "destroy_cq: no such CQ");
   if (cqs_[s].refs != 0) return err(EBUSY, "destroy_cq: CQ still used by a QP");
   cqs_.release(s);
+  return {};
+}
+
+// IBA 11.2.6.3 (Resize CQ): the completions not yet polled move to the new ring in order; a
+// size below their count is refused (EINVAL, as rxe's resize check) and changes nothing.
+// Control path: the new ring is allocated here, never on the data path.
+Result<void> Engine::Impl::resize_cq(Handle h, uint32_t cqe) {
+  const uint32_t s = cq_slot(h);
+  if (s == kNone) return err(EINVAL, "resize_cq: no such CQ");
+  if (cqe == 0 || cqe > cfg_.max_cqe)
+    return err(EINVAL, "resize_cq: cqe " + std::to_string(cqe) + " not in [1, " +
+                           std::to_string(cfg_.max_cqe) + "]");
+  Cq& cq = cqs_[s];
+  const uint32_t held = cq.tail - cq.head;
+  if (cqe < held)
+    return err(EINVAL, "resize_cq: " + std::to_string(held) + " completions held, more than " +
+                           std::to_string(cqe));
+  std::vector<Wc> ring(round_pow2(cqe), Wc{});
+  for (uint32_t i = 0; i < held; ++i) ring[i] = cq.ring[(cq.head + i) & cq.mask];
+  cq.ring = std::move(ring);
+  cq.mask = static_cast<uint32_t>(cq.ring.size()) - 1;
+  cq.cqe = cqe;
+  cq.head = 0;
+  cq.tail = held;
   return {};
 }
 
@@ -254,7 +294,9 @@ void Engine::Impl::cq_push(uint32_t s, const Wc& wc, bool solicited) {
     raise(AsyncEventType::kCqErr, cq.handle);
     return;
   }
-  cq.ring[cq.tail++ & cq.mask] = wc;
+  Wc& slot = cq.ring[cq.tail++ & cq.mask];
+  slot = wc;
+  slot.timestamp = last_now_;  // completion time (Wc::timestamp): the current entry point's
   // IBA 11.4: an armed CQ notifies on the next completion, or with
   // "solicited" on a solicited one or any completion in error.
   if (cq.armed && (!cq.solicited_only || solicited || wc.status != WcStatus::kSuccess)) {

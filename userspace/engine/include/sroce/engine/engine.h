@@ -296,6 +296,14 @@ class Engine {
 
   Result<Handle> create_cq(uint32_t cqe);
   Result<void> destroy_cq(Handle cq);  // EBUSY while a QP uses it
+  // ibv_resize_cq (IBA 11.2.6.3, "Resize Completion Queue"): room for at least `cqe`
+  // completions from now on; those not yet polled stay, in order. EINVAL when cqe is 0,
+  // above max_cqe, or below the completions the CQ holds (as rxe).
+  Result<void> resize_cq(Handle cq, uint32_t cqe);
+  // rereg_mr for an MR registered with reg_mr_host: with kReregTranslation the host address
+  // and the iova move apart (`host_addr`, `iova`); otherwise as rereg_mr, iova kept.
+  Result<void> rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd, uint64_t host_addr,
+                             uint64_t length, uint32_t access, uint64_t iova);
 
   Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
   Result<void> modify_srq(Handle srq, uint32_t srq_limit);

@@ -210,6 +210,9 @@ struct Wc {
   uint32_t wc_flags = 0;
   uint16_t pkey_index = 0;
   uint8_t sl = 0;
+  // When the engine completed the work: the time of the entry point that made the completion
+  // (the engine reads no clock). The daemon's CQE carries it for ibv_wc_read_completion_ts.
+  Time timestamp{};
 };
 
 struct QpCap {
