@@ -79,6 +79,13 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
       // request it again. Responses within the READ move acked_psn inside it.
       // Only an acknowledgement that is news counts (duplicate ACKs follow
       // every go-back-N), and only once per WQE until a timeout.
+      // Lossy READs (lossy_read.cc): the responses come over several lanes,
+      // so an acknowledgement may overtake them; their own loss rules and
+      // the response timer decide, and ask for exactly what is missing.
+      if (lossy_read_sel(qp, w)) {
+        if (progress && qp.lossy.rd_deadline == Time::never()) lossy_read_arm(qp, now);
+        break;
+      }
       if (progress && psn_diff(qp.acked_psn, w.last_psn) >= 0 &&
           !(qp.implied_valid && qp.implied_idx == qp.sq_head)) {
         qp.implied_valid = true;
@@ -236,7 +243,11 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
   if (idx == qp.sq_tail || !qp.wqe(idx).started || !is_rd_atomic(qp.wqe(idx).opcode)) return drop();
   SendWqe& w = qp.wqe(idx);
   comp_retire(qp, psn_add(w.first_psn, -1), now);
-  if (qp.state == QpState::kErr || qp.sq_head != idx || w.done) return drop();
+  // An atomic ACK may overtake the sprayed responses of an earlier lossy
+  // READ (lossy_read.cc): it is taken; completion still waits in order.
+  const bool ahead_ok = op == SROCE_OP_ATOMIC_ACK && qp.lossy.tx && w.lossy;
+  if (qp.state == QpState::kErr || (qp.sq_head != idx && !ahead_ok) || w.done) return drop();
+  if (w.opcode == WrOpcode::kRdmaRead && lossy_read_sel(qp, w)) return drop();  // needs a trailer
 
   if (op == SROCE_OP_ATOMIC_ACK) {
     if (!is_atomic(w.opcode)) return drop();
@@ -250,7 +261,7 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
       return;
     }
     w.done = true;
-    comp_retire(qp, psn, now);
+    comp_retire(qp, qp.sq_head == idx ? psn : psn_add(w.first_psn, -1), now);
     return;
   }
 

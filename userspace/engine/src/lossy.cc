@@ -103,6 +103,7 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   l.weight_at = Time{};
   for (TxSlot& t : l.txw) t = TxSlot{};
   for (LaneTx& t : l.lanes) t = LaneTx{};
+  lossy_read_reset(qp, true);
 }
 
 // Called when the requester is about to start a new WQE. Before the peer's
@@ -502,9 +503,24 @@ void Engine::Impl::lossy_on_rto(Qp& qp, Time now) {
   // Nothing the window knows is missing (a READ/atomic response was lost, or
   // a long READ's PSNs aliased the ring): go back N from the oldest
   // unfinished WQE, as compatible mode does.
-  const bool head_rd = qp.sq_head != qp.sq_tail && qp.wqe(qp.sq_head).started &&
-                       is_rd_atomic(qp.wqe(qp.sq_head).opcode) && !qp.wqe(qp.sq_head).done;
-  if (marked == 0 || head_rd) req_rewind(qp, req_resume_psn(qp));
+  bool head_rd = qp.sq_head != qp.sq_tail && qp.wqe(qp.sq_head).started &&
+                 is_rd_atomic(qp.wqe(qp.sq_head).opcode) && !qp.wqe(qp.sq_head).done;
+  uint32_t asked = 0;
+  if (head_rd && lossy_read_sel(qp, qp.wqe(qp.sq_head))) {
+    // A lossy READ (lossy_read.cc): ask for exactly its missing responses
+    // (all of them if none came: the same as its request again, which is
+    // then not also resent from the window).
+    const SendWqe& w = qp.wqe(qp.sq_head);
+    TxSlot& t = slot(qp, w.first_psn);
+    if (t.valid && t.psn == w.first_psn && t.pending) {
+      t.pending = false;
+      --l.rtx_count;
+    }
+    uint32_t base;
+    if (lossy_read_base(qp, &base)) asked = lossy_read_ask_range(qp, base, psn_add(w.last_psn, 1), true);
+    head_rd = false;
+  }
+  if ((marked == 0 && asked == 0) || head_rd) req_rewind(qp, req_resume_psn(qp));
   if (l.rto_backoff < kMaxBackoff) ++l.rto_backoff;
   if (qp.ack_timeout.ps != 0) {
     const Duration rto = qp.ack_timeout * (int64_t{1} << l.rto_backoff);

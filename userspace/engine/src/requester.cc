@@ -88,6 +88,10 @@ void Engine::Impl::req_rewind(Qp& qp, uint32_t psn) {
 // Lossy mode first resends the PSNs the receiver asked for (or an RTO
 // marked), one per call, then continues with new packets.
 size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now) {
+  // Lossy READs: requests for exactly the missing response PSNs (lossy_read.cc).
+  if (qp.lossy.tx && qp.lossy.rd_ask_n > 0 && qp.state == QpState::kRts) {
+    if (const size_t n = lossy_read_rerequest(qp, out, meta, now)) return n;
+  }
   if (qp.lossy.tx && qp.lossy.rtx_count > 0) {
     if (const size_t n = lossy_retransmit(qp, out, meta, now)) return n;
   }
@@ -132,6 +136,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
     w.counted = false;
     w.resp_bytes = 0;
     w.first_psn = qp.req_psn;
+    w.lossy = rc && lossy_psn(qp, w.first_psn);
     const uint32_t n = w.err != WcStatus::kSuccess         ? 0
                        : is_atomic(w.opcode) || qp.is_ud() ? 1
                                                            : npackets(w.length, qp.mtu);

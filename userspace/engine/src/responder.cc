@@ -256,6 +256,11 @@ void do_read(Impl& e, Qp& qp, const sroce_pkt& pkt) {
   res->cur_host = host;
   res->cur_left = r.dma_len;
   res->cur_first = true;
+  // Lossy mode: a READ request that came with a trailer gets sprayed
+  // responses with trailers (docs/lossy.md, READ responses); a compatible
+  // one (a plain peer, or before a mid-stream switch, below rx_floor) not.
+  res->lossy = qp.is_rc() && qp.lossy.rx &&
+               (!qp.lossy.rx_mixed || psn_diff(psn, qp.lossy.rx_floor) >= 0);
   qp.msn = psn_add(qp.msn, 1);
   res->msn = qp.msn;
   qp.resp_psn = psn_add(res->last_psn, 1);
@@ -324,6 +329,19 @@ void do_duplicate(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
         continue;
       uint64_t host = 0;
       const uint32_t left = static_cast<uint32_t>(psn_diff(r.last_psn, psn)) + 1;
+      if (r.lossy) {
+        // Lossy mode (lossy_read.cc): the requester asks for exactly the
+        // response PSNs it misses, [psn, psn + packets); a repair of just
+        // those, the responses still being sent go on.
+        const uint32_t k = npackets(pkt.reth.dma_len, qp.mtu);
+        if (k > left || (pkt.reth.dma_len > 0 &&
+                         !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
+                                       kAccessRemoteRead, &host)))
+          break;
+        if (!e.lossy_read_repair(qp, r, psn, host, pkt.reth.dma_len))
+          return count_drop(e, qp, kRxDropDuplicate);
+        return;
+      }
       if (npackets(pkt.reth.dma_len, qp.mtu) != left ||
           (pkt.reth.dma_len > 0 && !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
                                                  kAccessRemoteRead, &host)))
