@@ -224,3 +224,81 @@ TEST_CASE("lossy READ: READs, WRITEs and atomics under loss, duplication and reo
     }
   }
 }
+
+// docs/lossy.md, negotiation: recovery of the compatible PSNs after a
+// mid-stream switch, with a READ among them (the READ's request must go
+// again, in order, as a compatible packet) must not resend the lossy PSNs
+// the receiver already placed. By a NAK sequence error, and by the RTO when
+// every NAK is lost.
+TEST_CASE("lossy switch: going back over compatible PSNs with a READ resends no lossy PSN",
+          "[lossy][read][switch]") {
+  const bool by_timeout = GENERATE(false, true);
+  INFO((by_timeout ? "RTO" : "NAK"));
+  Pair p(QpOpts{}, {.mtu = Mtu::k1024, .timeout = 10, .retry_cnt = 7}, {}, lossy_cfg(4));
+  p.a.mem.fill(p.a.addr(0), 65536, 3);
+  p.b.mem.fill(p.b.addr(0x200000), 8192, 8);
+  // Compatible part: WRITE 4 KiB, WRITE 4 KiB whose middle packet is lost,
+  // READ 4 KiB (dropped by b as out of sequence). b's packets are held.
+  bool lost_one = false;
+  p.w.filter = [&](const WirePkt& x) {
+    if (x.from == 1) return Verdict::kHold;
+    if (!lost_one && x.op() == SROCE_OP_WRITE_MIDDLE && x.psn == 105) {
+      lost_one = true;
+      return Verdict::kDrop;
+    }
+    return Verdict::kDeliver;
+  };
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 4096)}, 1, kSendSignaled,
+               p.b.addr(0x100000), p.b.mr.rkey) == 0);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 4096, 4096)}, 2, kSendSignaled,
+               p.b.addr(0x110000), p.b.mr.rkey) == 0);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x20000, 4096)}, 3, kSendSignaled,
+               p.b.addr(0x200000), p.b.mr.rkey) == 0);
+  p.w.pump();
+  REQUIRE(lost_one);
+  CHECK(p.w.count([](const WirePkt& x) { return x.ext; }) == 0);
+  // b's first packet (the ACK of the first WRITE, with CAP) gets through:
+  // a switches at its next WQE with the rest still unacknowledged.
+  std::vector<WirePkt> held = std::move(p.w.held);
+  p.w.held.clear();
+  REQUIRE(held.size() >= 2);
+  REQUIRE(held[0].is_ack());
+  p.w.filter = nullptr;
+  p.w.deliver(held[0]);
+  // Lossy part: four WRITEs; b places them (out of order: it still misses
+  // PSN 105) and SACKs them.
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0x8000 + 0x2000ull * i, 3000)},
+                 10 + i, kSendSignaled, p.b.addr(0x120000 + 0x2000ull * i), p.b.mr.rkey) == 0);
+  p.w.filter = [&](const WirePkt& x) {
+    if (by_timeout && x.is_nak()) return Verdict::kDrop;  // only the RTO is left
+    return Verdict::kDeliver;
+  };
+  p.w.pump();
+  const size_t ext_first = p.w.count([](const WirePkt& x) { return x.from == 0 && x.ext; });
+  CHECK(ext_first == 12);  // 4 WRITEs of 3 packets, each once so far
+  // Now b's held NAK (PSN 105) arrives, or is lost.
+  for (size_t i = 1; i < held.size(); ++i)
+    if (!(by_timeout && held[i].is_nak())) p.w.deliver(held[i]);
+  auto wc = wait_wc(p.w, p.a, 7);
+  REQUIRE(wc.size() == 7);
+  for (size_t i = 0; i < wc.size(); ++i) CHECK(wc[i].status == WcStatus::kSuccess);
+  CHECK(wc[2].wr_id == 3);
+  CHECK(p.b.mem.same(p.b.addr(0x110000), p.a.mem, p.a.addr(4096), 4096));
+  CHECK(p.a.mem.same(p.a.addr(0x20000), p.b.mem, p.b.addr(0x200000), 4096));
+  for (int i = 0; i < 4; ++i)
+    CHECK(p.b.mem.same(p.b.addr(0x120000 + 0x2000ull * i), p.a.mem,
+                       p.a.addr(0x8000 + 0x2000ull * i), 3000));
+  // The compatible PSNs went back (105 on); no lossy PSN was sent twice.
+  CHECK(sent_with_psn(p.w, 0, 105) == 2);
+  std::map<uint32_t, int> lossy_sent;
+  for (const WirePkt& x : p.w.log)
+    if (x.from == 0 && x.ext && x.op() != SROCE_OP_READ_REQUEST) ++lossy_sent[x.psn];
+  CHECK(lossy_sent.size() == 12);
+  for (const auto& [psn, n] : lossy_sent) {
+    INFO("lossy PSN " << psn);
+    CHECK(n == 1);
+  }
+  CHECK(qstats(p.a, p.qa).spurious_retransmits == 0);
+  if (by_timeout) CHECK(qstats(p.a, p.qa).timeouts >= 1);
+}

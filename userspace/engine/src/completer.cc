@@ -61,6 +61,9 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
     qp.acked_psn = psn;
     progress = true;
   }
+  if (!qp.lossy.rd_evidence && psn_diff(psn, qp.lossy.ack_seen) > 0 &&
+      psn_diff(psn, qp.high_psn) < 0)
+    qp.lossy.ack_seen = psn;
   while (qp.sq_head != qp.sq_tail && qp.state != QpState::kErr) {
     SendWqe& w = qp.wqe(qp.sq_head);
     if (!w.started) break;
@@ -86,7 +89,10 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
         if (progress && qp.lossy.rd_deadline == Time::never()) lossy_read_arm(qp, now);
         break;
       }
-      if (progress && psn_diff(qp.acked_psn, w.last_psn) >= 0 &&
+      // In lossy mode only what came on lane 0 (ACKs, atomic ACKs, compatible
+      // responses) counts: a lossy READ response may overtake them.
+      const uint32_t seen = qp.lossy.tx ? qp.lossy.ack_seen : qp.acked_psn;
+      if (progress && psn_diff(seen, w.last_psn) >= 0 && !qp.lossy.rd_evidence &&
           !(qp.implied_valid && qp.implied_idx == qp.sq_head)) {
         qp.implied_valid = true;
         qp.implied_idx = qp.sq_head;

@@ -129,6 +129,7 @@ class Engine::Impl {
   void lossy_read_timer(eng::Qp& qp, Time now);
   size_t lossy_read_rerequest(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
   void lossy_read_reset(eng::Qp& qp, bool tx);
+  void lossy_rewind_stop(eng::Qp& qp);  // lossy.cc
 
   // requester (requester.cc)
   size_t req_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);

@@ -224,8 +224,12 @@ void Engine::Impl::lossy_on_read_resp(Qp& qp, const sroce_pkt& pkt, const sroce_
     return count_drop(*this, qp, kRxDropUnexpectedResponse);
   SendWqe& w = qp.wqe(idx);
   // Responses are generated in request order (IBA 9.7): every request
-  // before this READ was executed, whatever the lanes did to the order.
+  // before this READ was executed, whatever the lanes did to the order. But
+  // this response may have overtaken (on a faster lane) an atomic ACK or a
+  // compatible READ response on lane 0: no implied NAK from it.
+  l.rd_evidence = true;
   comp_retire(qp, psn_add(w.first_psn, -1), now);
+  l.rd_evidence = false;
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
 
   // Lanes (PSN-PATH, as lossy_rx_request does for requests): a jump in the
@@ -308,7 +312,9 @@ void Engine::Impl::lossy_on_read_resp(Qp& qp, const sroce_pkt& pkt, const sroce_
       if (psn_diff(in_order, qp.acked_psn) > 0) qp.acked_psn = in_order;
     }
     if (w.done) {
+      l.rd_evidence = true;
       comp_retire(qp, idx == qp.sq_head ? w.last_psn : psn_add(w.first_psn, -1), now);
+      l.rd_evidence = false;
       if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
     }
     comp_progress(qp, now);

@@ -293,6 +293,15 @@ struct Lossy {
   uint32_t rd_fires = 0;       // response timer fires without progress (backoff)
   Time rd_deadline = Time::never();
   RdLaneRx rd_rx[kMaxLanes];
+  // Mid-stream switch: a go-back-N over the compatible PSNs that stops at S
+  // (the cursor then jumps forward to high_psn; lossy_rewind_stop).
+  bool compat_rewind = false;
+  // comp_retire called for a lossy READ response: no implied NAK from it
+  // (it came on another lane than the ACKs it may have overtaken).
+  bool rd_evidence = false;
+  // Highest PSN acknowledged by an ACK, an atomic ACK or a compatible READ
+  // response (lane 0): what the implied NAK may go by in lossy mode.
+  uint32_t ack_seen = 0;
 };
 
 struct Qp {

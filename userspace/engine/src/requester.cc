@@ -95,6 +95,21 @@ size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now)
   if (qp.lossy.tx && qp.lossy.rtx_count > 0) {
     if (const size_t n = lossy_retransmit(qp, out, meta, now)) return n;
   }
+  if (qp.lossy.compat_rewind) lossy_rewind_stop(qp);  // docs/lossy.md: mid-stream switch
+  // Going back N passes READs and atomics answered already (lossy READs
+  // complete out of order), and asks for just the missing responses of an
+  // unfinished lossy READ instead of sending its request again (lossy_read.cc).
+  while (qp.sq_next != qp.sq_tail && qp.wqe(qp.sq_next).started &&
+         is_rd_atomic(qp.wqe(qp.sq_next).opcode) && psn_diff(qp.req_psn, qp.high_psn) < 0) {
+    SendWqe& w = qp.wqe(qp.sq_next);
+    if (!w.done && !lossy_read_sel(qp, w)) break;
+    if (!w.done) lossy_read_ask_range(qp, w.first_psn, psn_add(w.last_psn, 1), true);
+    qp.req_psn = psn_add(w.last_psn, 1);
+    qp.req_off = qp.req_sge = qp.req_sge_off = 0;
+    ++qp.sq_next;
+    if (qp.lossy.rd_ask_n > 0 && qp.state == QpState::kRts)
+      if (const size_t n = lossy_read_rerequest(qp, out, meta, now)) return n;
+  }
   return req_build_one(qp, out, meta, now);
 }
 
