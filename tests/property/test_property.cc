@@ -8,6 +8,7 @@
 //   SROCE_PROPERTY_OPS=list    operation classes, e.g. "send,write,atomic"
 // A failing seed replays with `sroce-sim run property --seed N` (add
 // `--set verbose=1` for every post and completion).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -140,7 +141,7 @@ TEST_CASE("the property oracle catches planted faults", "[property][oracle]") {
 // trimming hit them as they hit requests; every property must still hold.
 TEST_CASE("READ-heavy workloads over the impaired fabric keep every property", "[property][read]") {
   const uint64_t first = env_u64("SROCE_PROPERTY_SEED", 1);
-  const uint64_t cases = env_u64("SROCE_PROPERTY_CASES", 2000) / 4;
+  const uint64_t cases = std::max<uint64_t>(env_u64("SROCE_PROPERTY_CASES", 2000) / 16, 1);
   for (const uint32_t ops : {PropertyConfig::kOpRead | PropertyConfig::kOpAtomic,
                              PropertyConfig::kOpRead}) {
     PropertyConfig cfg;

@@ -92,6 +92,9 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
       // In lossy mode only what came on lane 0 (ACKs, atomic ACKs, compatible
       // responses) counts: a lossy READ response may overtake them.
       const uint32_t seen = qp.lossy.tx ? qp.lossy.ack_seen : qp.acked_psn;
+      if (progress && qp.lossy.tx && qp.lossy.rd_deadline == Time::never() &&
+          psn_diff(qp.acked_psn, w.last_psn) >= 0)
+        lossy_read_arm(qp, now);  // lossy_read.cc: maybe overtaken, wait a window
       if (progress && psn_diff(seen, w.last_psn) >= 0 && !qp.lossy.rd_evidence &&
           !(qp.implied_valid && qp.implied_idx == qp.sq_head)) {
         qp.implied_valid = true;

@@ -126,6 +126,7 @@ class Engine::Impl {
   size_t lossy_read_repair_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta);
   void lossy_on_read_resp(eng::Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, Time now);
   void lossy_read_arm(eng::Qp& qp, Time now);
+  bool head_overtaken(eng::Qp& qp) const;
   void lossy_read_timer(eng::Qp& qp, Time now);
   size_t lossy_read_rerequest(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
   void lossy_read_reset(eng::Qp& qp, bool tx);

@@ -322,13 +322,24 @@ void Engine::Impl::lossy_on_read_resp(Qp& qp, const sroce_pkt& pkt, const sroce_
   lossy_read_arm(qp, now);
 }
 
+// The head WQE is a compatible READ or an atomic still unanswered, with
+// responses of later lossy READs (sprayed, maybe on faster lanes than lane 0,
+// where its answer comes) beyond it: the implied NAK waits for the response
+// timer instead of firing at once.
+bool Engine::Impl::head_overtaken(Qp& qp) const {
+  if (qp.sq_head == qp.sq_tail) return false;
+  const SendWqe& h = qp.sq[qp.sq_head & qp.sq_mask];
+  return h.started && is_rd_atomic(h.opcode) && !h.done && !lossy_read_sel(qp, h) &&
+         h.err == WcStatus::kSuccess && psn_diff(qp.acked_psn, h.last_psn) >= 0;
+}
+
 // The response timer (a window after the last response, doubling while
 // nothing arrives): while a lossy READ the responder has executed is
 // unfinished, ask for whatever of it is still missing, the tail included.
 void Engine::Impl::lossy_read_arm(Qp& qp, Time now) {
   Lossy& l = qp.lossy;
   uint32_t base;
-  if (!lossy_read_base(qp, &base)) {
+  if (!lossy_read_base(qp, &base) && !head_overtaken(qp)) {
     l.rd_deadline = Time::never();
     return;
   }
@@ -340,6 +351,15 @@ void Engine::Impl::lossy_read_timer(Qp& qp, Time now) {
   Lossy& l = qp.lossy;
   l.rd_deadline = Time::never();
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
+  if (head_overtaken(qp) && !(qp.implied_valid && qp.implied_idx == qp.sq_head)) {
+    // IBA 9.7 implied NAK, a window late (its answer had that long to come
+    // on lane 0): ask again for the head READ/atomic, once per WQE until a
+    // timeout, as compatible mode does.
+    qp.implied_valid = true;
+    qp.implied_idx = qp.sq_head;
+    comp_retry(qp, req_resume_psn(qp), now, true);
+    if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
+  }
   // Evidence that the responder executed a READ: a response of it or of a
   // later READ, or an acknowledgement at or beyond its first PSN.
   uint32_t e = psn_add(qp.acked_psn, 1);

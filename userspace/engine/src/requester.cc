@@ -128,6 +128,14 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
       if ((w.flags & kWqeFence) && qp.rd_atomic_inflight > 0) return 0;
       // IBA 9.4 / 11.2 max_rd_atomic: outstanding READ/atomic limit.
       if (is_rd_atomic(w.opcode) && qp.rd_atomic_inflight >= qp.max_rd_atomic) return 0;
+      // Lossy READs (lossy_read.cc): the responses in flight stay inside the
+      // requester's 256-PSN response ring (IRN bounds its window likewise);
+      // beyond it they would be dropped and asked for again.
+      uint32_t base;
+      if (w.opcode == WrOpcode::kRdmaRead && qp.lossy.tx && lossy_read_base(qp, &base) &&
+          psn_diff(psn_add(qp.req_psn, static_cast<int32_t>(npackets(w.length, qp.mtu))), base) >
+              static_cast<int32_t>(kLossyWindow))
+        return 0;
     }
     if (w.err == WcStatus::kSuccess && !(w.flags & kWqeInline)) {
       // IBA 10.6: local buffers need a valid L_Key of the QP's PD; READ
