@@ -218,7 +218,9 @@ class Wire {
     p.ext = p.bytes.size() >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_EXT);
     const size_t plen = p.ext ? p.bytes.size() - SROCE_LEH_LEN : p.bytes.size();
     REQUIRE(sroce_parse(raw, plen, &pk) == SROCE_PARSE_OK);
-    if (p.ext && !(pk.op->flags & SROCE_IS_RESPONSE)) {
+    const uint8_t op5 = pk.bth.opcode & 0x1f;
+    const bool read_resp = op5 >= SROCE_OP_READ_RESP_FIRST && op5 <= SROCE_OP_READ_RESP_ONLY;
+    if (p.ext && (!(pk.op->flags & SROCE_IS_RESPONSE) || read_resp)) {  // READ responses: request layout
       sroce_leh_req_read(raw + plen - SROCE_ICRC_LEN, &p.req);
     } else if (p.ext) {
       sroce_leh_ack_read(raw + plen - SROCE_ICRC_LEN, &p.ack);

@@ -61,6 +61,9 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
     qp.acked_psn = psn;
     progress = true;
   }
+  if (!qp.lossy.rd_evidence && psn_diff(psn, qp.lossy.ack_seen) > 0 &&
+      psn_diff(psn, qp.high_psn) < 0)
+    qp.lossy.ack_seen = psn;
   while (qp.sq_head != qp.sq_tail && qp.state != QpState::kErr) {
     SendWqe& w = qp.wqe(qp.sq_head);
     if (!w.started) break;
@@ -79,7 +82,20 @@ void Engine::Impl::comp_retire(Qp& qp, uint32_t psn, Time now) {
       // request it again. Responses within the READ move acked_psn inside it.
       // Only an acknowledgement that is news counts (duplicate ACKs follow
       // every go-back-N), and only once per WQE until a timeout.
-      if (progress && psn_diff(qp.acked_psn, w.last_psn) >= 0 &&
+      // Lossy READs (lossy_read.cc): the responses come over several lanes,
+      // so an acknowledgement may overtake them; their own loss rules and
+      // the response timer decide, and ask for exactly what is missing.
+      if (lossy_read_sel(qp, w)) {
+        if (progress && qp.lossy.rd_deadline == Time::never()) lossy_read_arm(qp, now);
+        break;
+      }
+      // In lossy mode only what came on lane 0 (ACKs, atomic ACKs, compatible
+      // responses) counts: a lossy READ response may overtake them.
+      const uint32_t seen = qp.lossy.tx ? qp.lossy.ack_seen : qp.acked_psn;
+      if (progress && qp.lossy.tx && qp.lossy.rd_deadline == Time::never() &&
+          psn_diff(qp.acked_psn, w.last_psn) >= 0)
+        lossy_read_arm(qp, now);  // lossy_read.cc: maybe overtaken, wait a window
+      if (progress && psn_diff(seen, w.last_psn) >= 0 && !qp.lossy.rd_evidence &&
           !(qp.implied_valid && qp.implied_idx == qp.sq_head)) {
         qp.implied_valid = true;
         qp.implied_idx = qp.sq_head;
@@ -236,7 +252,11 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
   if (idx == qp.sq_tail || !qp.wqe(idx).started || !is_rd_atomic(qp.wqe(idx).opcode)) return drop();
   SendWqe& w = qp.wqe(idx);
   comp_retire(qp, psn_add(w.first_psn, -1), now);
-  if (qp.state == QpState::kErr || qp.sq_head != idx || w.done) return drop();
+  // An atomic ACK may overtake the sprayed responses of an earlier lossy
+  // READ (lossy_read.cc): it is taken; completion still waits in order.
+  const bool ahead_ok = op == SROCE_OP_ATOMIC_ACK && qp.lossy.tx && w.lossy;
+  if (qp.state == QpState::kErr || (qp.sq_head != idx && !ahead_ok) || w.done) return drop();
+  if (w.opcode == WrOpcode::kRdmaRead && lossy_read_sel(qp, w)) return drop();  // needs a trailer
 
   if (op == SROCE_OP_ATOMIC_ACK) {
     if (!is_atomic(w.opcode)) return drop();
@@ -250,7 +270,7 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
       return;
     }
     w.done = true;
-    comp_retire(qp, psn, now);
+    comp_retire(qp, qp.sq_head == idx ? psn : psn_add(w.first_psn, -1), now);
     return;
   }
 

@@ -118,6 +118,23 @@ class Engine::Impl {
   void reset_qp_state(eng::Qp& qp);
   void check_sq_drained(eng::Qp& qp);
 
+  // lossy mode, READ responses over lanes (lossy_read.cc)
+  bool lossy_read_sel(const eng::Qp& qp, const eng::SendWqe& w) const;
+  bool lossy_read_base(eng::Qp& qp, uint32_t* base);
+  uint32_t lossy_read_ask_range(eng::Qp& qp, uint32_t from, uint32_t to, bool again);
+  void lossy_read_trailer(eng::Qp& qp, uint32_t psn, uint32_t res_first, bool retx, uint8_t* out,
+                          PacketMeta& meta);
+  bool lossy_read_repair(eng::Qp& qp, const eng::Resource& r, uint32_t psn, uint64_t host,
+                         uint32_t len);
+  size_t lossy_read_repair_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta);
+  void lossy_on_read_resp(eng::Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, Time now);
+  void lossy_read_arm(eng::Qp& qp, Time now);
+  bool head_overtaken(eng::Qp& qp) const;
+  void lossy_read_timer(eng::Qp& qp, Time now);
+  size_t lossy_read_rerequest(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
+  void lossy_read_reset(eng::Qp& qp, bool tx);
+  void lossy_rewind_stop(eng::Qp& qp);  // lossy.cc
+
   // requester (requester.cc)
   size_t req_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);
   size_t req_build_one(eng::Qp& qp, uint8_t* out, PacketMeta& meta, Time now);

@@ -92,6 +92,7 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   l.tx = false;
   l.peer_cap = false;
   l.mixed = false;
+  l.compat_rewind = false;
   l.tx_start = 0;
   l.next_lane = 0;
   l.rsn_next = 0;
@@ -103,6 +104,7 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   l.weight_at = Time{};
   for (TxSlot& t : l.txw) t = TxSlot{};
   for (LaneTx& t : l.lanes) t = LaneTx{};
+  lossy_read_reset(qp, true);
 }
 
 // Called when the requester is about to start a new WQE. Before the peer's
@@ -121,6 +123,7 @@ bool Engine::Impl::lossy_tx_gate(Qp& qp) {
   if (qp.req_psn != qp.high_psn) return false;
   l.tx = true;
   l.tx_start = qp.req_psn;
+  l.ack_seen = qp.acked_psn;
   l.mixed = psn_diff(qp.high_psn, psn_add(qp.acked_psn, 1)) > 0;
   l.nlanes = static_cast<uint16_t>(std::clamp<uint32_t>(cfg_.lossy.lanes, 1, kMaxLanes));
   for (uint16_t i = 0; i < l.nlanes; ++i) l.lanes[i].active = true;
@@ -142,16 +145,24 @@ bool Engine::Impl::lossy_psn(Qp& qp, uint32_t psn) {
 // Go-back-N from `from` while compatible PSNs before S are outstanding
 // (mixed): only [from, S) goes back, as compatible packets through the
 // pending list (lowest first, so in order on lane 0); the lossy PSNs after S
-// are the receiver's to ask for, it may have them already. Not with a
-// READ/atomic among them (a READ's response PSNs are not its packets): then
-// false, and the caller goes back N as compatible mode does.
+// are the receiver's to ask for, it may have them already. With a
+// READ/atomic among them (a READ's response PSNs are not its packets, so
+// the pending list cannot name them) the cursor goes back to `from` as in
+// compatible mode, but only until S: there it jumps forward to where new
+// packets stopped (lossy_rewind_stop). False: `from` is not a compatible
+// PSN (the caller goes back N, or it is lossy).
 bool Engine::Impl::lossy_resend_compat(Qp& qp, uint32_t from) {
   Lossy& l = qp.lossy;
   if (!qp.is_rc() || !l.tx || lossy_psn(qp, from)) return false;
   for (uint32_t i = qp.sq_head; i != qp.sq_tail && qp.wqe(i).started; ++i) {
     const SendWqe& w = qp.wqe(i);
     if (psn_diff(w.first_psn, l.tx_start) >= 0) break;
-    if (is_rd_atomic(w.opcode) && psn_diff(w.last_psn, from) >= 0) return false;
+    if (is_rd_atomic(w.opcode) && psn_diff(w.last_psn, from) >= 0) {
+      req_rewind(qp, from);
+      l.compat_rewind = true;
+      sched_req(qp);
+      return true;
+    }
   }
   for (uint32_t q = from; psn_diff(q, l.tx_start) < 0; q = psn_add(q, 1)) {
     if (psn_diff(q, qp.acked_psn) <= 0) continue;
@@ -166,6 +177,26 @@ bool Engine::Impl::lossy_resend_compat(Qp& qp, uint32_t from) {
   }
   sched_req(qp);
   return true;
+}
+
+// The bounded go-back-N of lossy_resend_compat reached S (or passed it):
+// the cursor jumps forward to high_psn, the first PSN never sent, in the
+// WQE that holds it (or the first one not started).
+void Engine::Impl::lossy_rewind_stop(Qp& qp) {
+  Lossy& l = qp.lossy;
+  if (psn_diff(qp.req_psn, l.tx_start) < 0 && qp.sq_next != qp.sq_tail &&
+      psn_diff(qp.wqe(qp.sq_next).first_psn, l.tx_start) < 0)
+    return;  // still among the compatible PSNs
+  l.compat_rewind = false;
+  uint32_t i = qp.sq_head;
+  for (; i != qp.sq_tail && qp.wqe(i).started; ++i)
+    if (psn_diff(qp.high_psn, qp.wqe(i).last_psn) <= 0) break;
+  if (i != qp.sq_tail && qp.wqe(i).started) return req_rewind(qp, qp.high_psn);
+  if (qp.sq_next == i) return;  // already there (nothing was rewound past it)
+  qp.sq_next = i;
+  qp.req_psn = qp.high_psn;
+  qp.req_off = qp.req_sge = qp.req_sge_off = 0;
+  qp.pkts_since_ackreq = 0;
 }
 
 // Lane port: the QP's base source port plus the lane, kept in the dynamic
@@ -325,6 +356,14 @@ size_t Engine::Impl::lossy_retransmit(Qp& qp, uint8_t* out, PacketMeta& meta, Ti
     for (; i != qp.sq_tail && qp.wqe(i).started; ++i)
       if (psn_diff(psn, qp.wqe(i).first_psn) >= 0 && psn_diff(psn, qp.wqe(i).last_psn) <= 0) break;
     if (i == qp.sq_tail || !qp.wqe(i).started) continue;
+    if (is_rd_atomic(qp.wqe(i).opcode) && qp.wqe(i).done) continue;  // answered already
+    if (lossy_read_sel(qp, qp.wqe(i))) {
+      // A lossy READ (lossy_read.cc): its request again is a request for
+      // all of its responses; ask for just the ones not placed (all of them
+      // if it was never executed: the same as its request).
+      lossy_read_ask_range(qp, qp.wqe(i).first_psn, psn_add(qp.wqe(i).last_psn, 1), true);
+      continue;
+    }
     const uint32_t s_next = qp.sq_next, s_psn = qp.req_psn, s_off = qp.req_off,
                    s_sge = qp.req_sge, s_sge_off = qp.req_sge_off, s_ack = qp.pkts_since_ackreq;
     req_rewind(qp, psn);
@@ -498,13 +537,35 @@ void Engine::Impl::lossy_on_rto(Qp& qp, Time now) {
   }
   --qp.retry_left;
   qp.implied_valid = false;
-  const uint32_t marked = lossy_mark_unsacked(qp, psn_add(qp.acked_psn, 1));
+  uint32_t marked = 0;
+  bool compat = false;
+  if (l.mixed && !lossy_psn(qp, psn_add(qp.acked_psn, 1))) {
+    // Mid-stream switch (docs/lossy.md): the compatible PSNs go back N, up
+    // to S only; of the lossy ones, what the receiver has not SACKed.
+    compat = lossy_resend_compat(qp, req_resume_psn(qp));
+    if (compat) marked = lossy_mark_unsacked(qp, l.tx_start);
+  }
+  if (!compat) marked = lossy_mark_unsacked(qp, psn_add(qp.acked_psn, 1));
   // Nothing the window knows is missing (a READ/atomic response was lost, or
   // a long READ's PSNs aliased the ring): go back N from the oldest
   // unfinished WQE, as compatible mode does.
-  const bool head_rd = qp.sq_head != qp.sq_tail && qp.wqe(qp.sq_head).started &&
-                       is_rd_atomic(qp.wqe(qp.sq_head).opcode) && !qp.wqe(qp.sq_head).done;
-  if (marked == 0 || head_rd) req_rewind(qp, req_resume_psn(qp));
+  bool head_rd = qp.sq_head != qp.sq_tail && qp.wqe(qp.sq_head).started &&
+                 is_rd_atomic(qp.wqe(qp.sq_head).opcode) && !qp.wqe(qp.sq_head).done;
+  const bool head_sel = head_rd && lossy_read_sel(qp, qp.wqe(qp.sq_head));
+  if (head_sel) {
+    // A lossy READ (lossy_read.cc): ask for exactly its missing responses
+    // (all of them if none came: the same as its request again, which is
+    // then not also resent from the window).
+    const SendWqe& w = qp.wqe(qp.sq_head);
+    TxSlot& t = slot(qp, w.first_psn);
+    if (t.valid && t.psn == w.first_psn && t.pending) {
+      t.pending = false;
+      --l.rtx_count;
+    }
+    uint32_t base;
+    if (lossy_read_base(qp, &base)) lossy_read_ask_range(qp, base, psn_add(w.last_psn, 1), true);
+  }
+  if (!compat && !head_sel && (marked == 0 || head_rd)) req_rewind(qp, req_resume_psn(qp));
   if (l.rto_backoff < kMaxBackoff) ++l.rto_backoff;
   if (qp.ack_timeout.ps != 0) {
     const Duration rto = qp.ack_timeout * (int64_t{1} << l.rto_backoff);

@@ -169,6 +169,7 @@ void Engine::Impl::lossy_reset_rx(Qp& qp) {
   l.reo_skew_ps = l.reo_skew_win_ps = 0;
   l.reo_skew_n = 0;
   for (LaneRx& r : l.lanes_rx) r = LaneRx{};
+  lossy_read_reset(qp, false);
 }
 
 namespace {
@@ -471,8 +472,12 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     if (!(leh.flags & SROCE_LEH_F_RETX) && d > -static_cast<int32_t>(kLossyWindow) &&
         psn_diff(psn_add(psn, static_cast<int32_t>(kLossyWindow)), l.rx_high) >= 0)
       skew_sample(cfg_, l, psn, now);
-    ++l.dup_total;
-    ++qp.stats.duplicates_lossy;
+    // A READ request below ePSN is the requester asking for response PSNs
+    // it misses (lossy_read.cc), not a spurious retransmission.
+    if (!(d < 0 && op == SROCE_OP_READ_REQUEST)) {
+      ++l.dup_total;
+      ++qp.stats.duplicates_lossy;
+    }
     if (d < 0 && rd_atomic) return resp_on_request(qp, pkt, meta, now);  // replay (IBA 9.7)
     ++qp.stats.duplicates;
     ++stats_.duplicates;

@@ -56,6 +56,7 @@ struct SendWqe {
   bool done = false;                  // READ/atomic: response fully received
   WcStatus err = WcStatus::kSuccess;  // local error found at post or start: completes with it
   UdDest ud;
+  bool lossy = false;  // started after the switch: its packets carry the trailer (lossy_read.cc)
 };
 
 // Responder resource for one RDMA READ or atomic (IBA 9.7 / 9.4):
@@ -81,6 +82,10 @@ struct Resource {
   uint32_t cur_left = 0;
   bool cur_first = true;  // next packet starts a (re)transmission
   uint64_t atomic_orig = 0;
+  // Lossy mode (docs/lossy.md, READ responses): the request came with a
+  // trailer, so the responses are sprayed over lanes with a trailer each and
+  // a lost one is asked for again alone (a repair, not a replay).
+  bool lossy = false;
 };
 
 enum class InMsg : uint8_t { kNone, kSend, kWrite };
@@ -165,6 +170,31 @@ struct LaneTx {
   uint64_t ce = 0, cuts = 0;
 };
 
+// READ responses in lossy mode (lossy_read.cc): the responder's per-lane
+// sequence for the responses it sprays, and the requester's view of it.
+struct RdLaneTx {
+  uint16_t seq = 0;
+  bool has_prev = false;
+  uint32_t prev_psn = 0;  // PSN of the last response sent on the lane
+};
+struct RdLaneRx {
+  uint16_t exp_seq = 0;
+  bool used = false;    // a first transmission arrived on the lane
+  uint32_t hi_new = 0;  // highest response PSN of a first transmission on it
+};
+// A repair: response PSNs of one READ the requester asked for again (a READ
+// request inside an answered READ's PSNs), sent before new responses.
+struct RdRepair {
+  uint64_t host = 0;       // host address of psn's first byte
+  uint32_t psn = 0;        // next response PSN to send
+  uint32_t left = 0;       // bytes left
+  uint32_t msn = 0;        // the READ's MSN (AETH)
+  uint32_t res_first = 0;  // the READ's first response PSN (trailer offset)
+  uint32_t res_last = 0;   // the READ's last response PSN
+  bool first = true;       // next packet starts the repair (FIRST / ONLY)
+};
+constexpr uint32_t kRdRepairs = 16;
+
 struct LaneRx {
   uint16_t exp_seq = 0;
   bool used = false;     // a first transmission arrived on this lane
@@ -244,6 +274,34 @@ struct Lossy {
   uint32_t gap_fires = 0;     // consecutive timer fires without progress (backoff)
   Time gap_deadline = Time::never();
   LaneRx lanes_rx[kMaxLanes];
+  // READ responses (lossy_read.cc, docs/lossy.md). Responder: the lanes it
+  // sprays responses over, and repairs asked for by the requester.
+  uint16_t rd_next_lane = 0;
+  uint8_t rd_rep_head = 0, rd_rep_n = 0;
+  RdLaneTx rd_tx[kMaxLanes];
+  RdRepair rd_rep[kRdRepairs];
+  // Requester: response PSNs placed out of order and PSNs to ask for again,
+  // rings by PSN over [base, base + kLossyWindow) where base is the first
+  // unplaced response PSN of the oldest unfinished lossy READ.
+  uint64_t rd_have[kLossyWords] = {};
+  uint64_t rd_ask[kLossyWords] = {};
+  uint64_t rd_sent[kLossyWords] = {};  // asked for and requested: not asked again but by a timer
+  uint32_t rd_ask_n = 0;      // bits set in rd_ask
+  uint32_t rd_high = 0;       // one past the highest response PSN received
+  bool rd_high_valid = false;
+  uint16_t rd_peer_lanes = 1;  // the responder's lane count (trailer flags)
+  uint32_t rd_fires = 0;       // response timer fires without progress (backoff)
+  Time rd_deadline = Time::never();
+  RdLaneRx rd_rx[kMaxLanes];
+  // Mid-stream switch: a go-back-N over the compatible PSNs that stops at S
+  // (the cursor then jumps forward to high_psn; lossy_rewind_stop).
+  bool compat_rewind = false;
+  // comp_retire called for a lossy READ response: no implied NAK from it
+  // (it came on another lane than the ACKs it may have overtaken).
+  bool rd_evidence = false;
+  // Highest PSN acknowledged by an ACK, an atomic ACK or a compatible READ
+  // response (lane 0): what the implied NAK may go by in lossy mode.
+  uint32_t ack_seen = 0;
 };
 
 struct Qp {
@@ -358,7 +416,7 @@ struct Qp {
   }
   bool sq_has_unsent() const { return sq_next != sq_tail; }
   bool res_pending() const { return res_tx != res_alloc; }
-  bool resp_has_output() const { return ack_pending || res_pending(); }
+  bool resp_has_output() const { return ack_pending || res_pending() || lossy.rd_rep_n > 0; }
 };
 
 }  // namespace sroce::eng

@@ -45,6 +45,14 @@ void on_trimmed(Engine::Impl& e, const uint8_t* buf, size_t len, Time now, Drop&
   }
   Qp& qp = e.qps_[s];
   const struct sroce_opinfo* op = sroce_opinfo(bth.opcode);
+  const uint8_t op5 = bth.opcode & 0x1f;
+  if (qp.is_rc() && qp.lossy.tx && op && op5 >= SROCE_OP_READ_RESP_FIRST &&
+      op5 <= SROCE_OP_READ_RESP_ONLY) {
+    // A trimmed lossy READ response: ask for exactly its PSN (lossy_read.cc).
+    ++qp.stats.trims_received;
+    e.lossy_read_ask_range(qp, bth.psn & kPsnMask, psn_add(bth.psn & kPsnMask, 1), true);
+    return;
+  }
   if (!qp.is_rc() || !qp.lossy.rx || !op || !op->name || (op->flags & SROCE_IS_RESPONSE) ||
       (bth.opcode & SROCE_TRANSPORT_MASK) != SROCE_TRANSPORT_RC)
     return drop(kRxDropInvalid, &qp);
@@ -126,6 +134,14 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
   qp.stats.rx_bytes += len;
   if (pkt.op->flags & SROCE_IS_RESPONSE) {
     if (!qp.is_rc() || qp.state == QpState::kRtr) return drop(kRxDropUnexpectedResponse, &qp);
+    const uint8_t rop = pkt.bth.opcode & 0x1f;
+    if (ext && rop >= SROCE_OP_READ_RESP_FIRST && rop <= SROCE_OP_READ_RESP_ONLY) {
+      // Lossy mode: a READ response sprayed over lanes (lossy_read.cc).
+      if (!qp.lossy.tx) return drop(kRxDropInvalid, &qp);
+      sroce_leh_req leh;
+      sroce_leh_req_read(buf + plen - SROCE_ICRC_LEN, &leh);
+      return lossy_on_read_resp(qp, pkt, leh, now);
+    }
     if (ext && (pkt.bth.opcode & 0x1f) == SROCE_OP_ACK && qp.lossy.tx) {
       sroce_leh_ack leh;
       sroce_leh_ack_read(buf + plen - SROCE_ICRC_LEN, &leh);

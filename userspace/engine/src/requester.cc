@@ -88,8 +88,27 @@ void Engine::Impl::req_rewind(Qp& qp, uint32_t psn) {
 // Lossy mode first resends the PSNs the receiver asked for (or an RTO
 // marked), one per call, then continues with new packets.
 size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now) {
+  // Lossy READs: requests for exactly the missing response PSNs (lossy_read.cc).
+  if (qp.lossy.tx && qp.lossy.rd_ask_n > 0 && qp.state == QpState::kRts) {
+    if (const size_t n = lossy_read_rerequest(qp, out, meta, now)) return n;
+  }
   if (qp.lossy.tx && qp.lossy.rtx_count > 0) {
     if (const size_t n = lossy_retransmit(qp, out, meta, now)) return n;
+  }
+  if (qp.lossy.compat_rewind) lossy_rewind_stop(qp);  // docs/lossy.md: mid-stream switch
+  // Going back N passes READs and atomics answered already (lossy READs
+  // complete out of order), and asks for just the missing responses of an
+  // unfinished lossy READ instead of sending its request again (lossy_read.cc).
+  while (qp.sq_next != qp.sq_tail && qp.wqe(qp.sq_next).started &&
+         is_rd_atomic(qp.wqe(qp.sq_next).opcode) && psn_diff(qp.req_psn, qp.high_psn) < 0) {
+    SendWqe& w = qp.wqe(qp.sq_next);
+    if (!w.done && !lossy_read_sel(qp, w)) break;
+    if (!w.done) lossy_read_ask_range(qp, w.first_psn, psn_add(w.last_psn, 1), true);
+    qp.req_psn = psn_add(w.last_psn, 1);
+    qp.req_off = qp.req_sge = qp.req_sge_off = 0;
+    ++qp.sq_next;
+    if (qp.lossy.rd_ask_n > 0 && qp.state == QpState::kRts)
+      if (const size_t n = lossy_read_rerequest(qp, out, meta, now)) return n;
   }
   return req_build_one(qp, out, meta, now);
 }
@@ -109,6 +128,14 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
       if ((w.flags & kWqeFence) && qp.rd_atomic_inflight > 0) return 0;
       // IBA 9.4 / 11.2 max_rd_atomic: outstanding READ/atomic limit.
       if (is_rd_atomic(w.opcode) && qp.rd_atomic_inflight >= qp.max_rd_atomic) return 0;
+      // Lossy READs (lossy_read.cc): the responses in flight stay inside the
+      // requester's 256-PSN response ring (IRN bounds its window likewise);
+      // beyond it they would be dropped and asked for again.
+      uint32_t base;
+      if (w.opcode == WrOpcode::kRdmaRead && qp.lossy.tx && lossy_read_base(qp, &base) &&
+          psn_diff(psn_add(qp.req_psn, static_cast<int32_t>(npackets(w.length, qp.mtu))), base) >
+              static_cast<int32_t>(kLossyWindow))
+        return 0;
     }
     if (w.err == WcStatus::kSuccess && !(w.flags & kWqeInline)) {
       // IBA 10.6: local buffers need a valid L_Key of the QP's PD; READ
@@ -132,6 +159,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
     w.counted = false;
     w.resp_bytes = 0;
     w.first_psn = qp.req_psn;
+    w.lossy = rc && lossy_psn(qp, w.first_psn);
     const uint32_t n = w.err != WcStatus::kSuccess         ? 0
                        : is_atomic(w.opcode) || qp.is_ud() ? 1
                                                            : npackets(w.length, qp.mtu);

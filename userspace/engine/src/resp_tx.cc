@@ -97,12 +97,16 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
     // earlier requests (responses stay in PSN order).
     qp.ack_pending = false;
     qp.res_tx = qp.res_alloc;
+    qp.lossy.rd_rep_n = 0;
     return 0;
   }
   if (qp.state == QpState::kReset || qp.state == QpState::kInit) {
     qp.ack_pending = false;
     return 0;
   }
+  // Lossy READ repairs first: they are retransmissions (lossy_read.cc).
+  while (qp.lossy.rd_rep_n > 0)
+    if (const size_t k = lossy_read_repair_build(qp, out, meta)) return k;
   const auto n = static_cast<uint32_t>(qp.res.size());
   while (qp.res_tx != qp.res_alloc) {
     Resource& r = qp.res[qp.res_tx % n];
@@ -122,6 +126,7 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
     const sroce_aeth aeth{sroce_aeth_syndrome(SROCE_AETH_ACK, SROCE_AETH_CREDIT_INVALID),
                           r.msn & kPsnMask};
     uint32_t len = 0;
+    const uint32_t rpsn = r.cur_psn;
     if (r.kind == Resource::kAtomic) {
       bth.opcode = SROCE_OP_ATOMIC_ACK;
       sroce_aeth_write(h, &aeth);
@@ -162,6 +167,14 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
     sroce_bth_write(out, &bth);
     if (qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;
     fill_meta(qp, meta);
+    if (r.lossy && r.kind == Resource::kRead) {
+      // Lossy mode: READ responses sprayed over lanes with a trailer each
+      // (docs/wire.md, READ response trailer; lossy_read.cc).
+      uint8_t trailer[SROCE_LEH_LEN];
+      out[8] |= SROCE_BTH8_SROCE_EXT;
+      lossy_read_trailer(qp, rpsn, r.first_psn, false, trailer, meta);
+      return finish_packet(out, static_cast<size_t>(h - out), len, meta, trailer);
+    }
     return finish_packet(out, static_cast<size_t>(h - out), len, meta);
   }
   if (qp.ack_pending) return build_ack(*this, qp, out, meta);

@@ -222,14 +222,21 @@ void do_write(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
 // replay NAKed that valid request (found by the simulator, seed 2891).
 Resource* alloc_res(Qp& qp) {
   if (qp.max_dest_rd_atomic == 0) return nullptr;
+  // A lossy READ (docs/lossy.md, READ responses) may be complete at the
+  // requester, through repairs, before its original responses all went out:
+  // it does not count, and its entry may be reused (responses are
+  // completed in order and the requester keeps at most max_rd_atomic
+  // unfinished, so the oldest entry's READ is finished when a new one comes).
+  auto owing = [](const Resource& o) {
+    return o.kind != Resource::kFree && o.tx_pending && !o.answered && !o.lossy;
+  };
   uint32_t pending = 0;
-  for (const Resource& o : qp.res)
-    pending += (o.kind != Resource::kFree && o.tx_pending && !o.answered) ? 1 : 0;
+  for (const Resource& o : qp.res) pending += owing(o) ? 1 : 0;
   if (pending >= qp.max_dest_rd_atomic) return nullptr;
   Resource& r = qp.res[qp.res_alloc % qp.res.size()];
   // An entry still owing its original response is never reused; one that is
   // only replaying for a duplicate is (the requester asks again if needed).
-  if (r.kind != Resource::kFree && r.tx_pending && !r.answered) return nullptr;
+  if (owing(r)) return nullptr;
   r = Resource{};
   r.seq = qp.res_alloc++;
   return &r;
@@ -256,6 +263,11 @@ void do_read(Impl& e, Qp& qp, const sroce_pkt& pkt) {
   res->cur_host = host;
   res->cur_left = r.dma_len;
   res->cur_first = true;
+  // Lossy mode: a READ request that came with a trailer gets sprayed
+  // responses with trailers (docs/lossy.md, READ responses); a compatible
+  // one (a plain peer, or before a mid-stream switch, below rx_floor) not.
+  res->lossy = qp.is_rc() && qp.lossy.rx &&
+               (!qp.lossy.rx_mixed || psn_diff(psn, qp.lossy.rx_floor) >= 0);
   qp.msn = psn_add(qp.msn, 1);
   res->msn = qp.msn;
   qp.resp_psn = psn_add(res->last_psn, 1);
@@ -303,8 +315,10 @@ bool seq_after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0;
 // duplicate requests (the requester goes back N, so they follow).
 void replay(Impl& e, Qp& qp, Resource& r) {
   r.tx_pending = true;
+  // Lossy READs (docs/lossy.md, READ responses) are not asked for again by
+  // going back N: their responses still owed go on after this one.
   for (Resource& o : qp.res)
-    if (o.kind != Resource::kFree && seq_after(o.seq, r.seq)) o.tx_pending = false;
+    if (o.kind != Resource::kFree && seq_after(o.seq, r.seq) && !o.lossy) o.tx_pending = false;
   if (seq_after(qp.res_tx, r.seq)) qp.res_tx = r.seq;
   e.sched_resp(qp);
 }
@@ -324,6 +338,19 @@ void do_duplicate(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
         continue;
       uint64_t host = 0;
       const uint32_t left = static_cast<uint32_t>(psn_diff(r.last_psn, psn)) + 1;
+      if (r.lossy) {
+        // Lossy mode (lossy_read.cc): the requester asks for exactly the
+        // response PSNs it misses, [psn, psn + packets); a repair of just
+        // those, the responses still being sent go on.
+        const uint32_t k = npackets(pkt.reth.dma_len, qp.mtu);
+        if (k > left || (pkt.reth.dma_len > 0 &&
+                         !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
+                                       kAccessRemoteRead, &host)))
+          break;
+        if (!e.lossy_read_repair(qp, r, psn, host, pkt.reth.dma_len))
+          return count_drop(e, qp, kRxDropDuplicate);
+        return;
+      }
       if (npackets(pkt.reth.dma_len, qp.mtu) != left ||
           (pkt.reth.dma_len > 0 && !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
                                                  kAccessRemoteRead, &host)))

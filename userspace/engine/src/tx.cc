@@ -62,7 +62,9 @@ size_t Engine::Impl::finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_
 
 // ------------------------------------------------------------ lists
 void Engine::Impl::sched_req(Qp& qp) {
-  if (qp.in_req_list || (qp.sq_next == qp.sq_tail && qp.lossy.rtx_count == 0) || qp.rnr_wait)
+  if (qp.in_req_list ||
+      (qp.sq_next == qp.sq_tail && qp.lossy.rtx_count == 0 && qp.lossy.rd_ask_n == 0) ||
+      qp.rnr_wait)
     return;
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
   qp.in_req_list = true;
@@ -167,6 +169,7 @@ Time Engine::Impl::qp_deadline(const Qp& qp) const {
   Time t = qp.retx_deadline;
   if (qp.rnr_wait && qp.rnr_deadline < t) t = qp.rnr_deadline;
   if (qp.lossy.gap_deadline < t) t = qp.lossy.gap_deadline;
+  if (qp.lossy.rd_deadline < t) t = qp.lossy.rd_deadline;
   if (const Time c = cc_deadline(qp); c < t) t = c;
   return t;
 }
@@ -240,6 +243,7 @@ void Engine::Impl::on_timer(Time now) {
     Qp& qp = qps_[heap_[0]];
     timer_remove(qp);
     if (qp.lossy.gap_deadline <= now) lossy_rx_timer(qp, now);
+    if (qp.lossy.rd_deadline <= now) lossy_read_timer(qp, now);
     if (qp_deadline(qp) <= now) comp_on_timer(qp, now);
     if (cc_deadline(qp) <= now) cc_on_timer(*this, qp, now);
     timer_update(qp);

@@ -140,9 +140,9 @@ PairResult run_pair(const PairRun& cfg) {
   tc.total_bytes = cfg.bytes;
   tc.msg_bytes = cfg.msg;
   tc.window = cfg.window;
-  // WRITEs only: READ responses are not sprayed nor selective (docs/lossy.md,
-  // Limits), so a READ share would measure compatible mode in every run.
-  tc.mix = {WrOpcode::kRdmaWrite};
+  // WRITEs, or READs only (`op=read`: the responses are sprayed and
+  // selective too, docs/lossy.md "READ responses").
+  tc.mix = {cfg.read ? WrOpcode::kRdmaRead : WrOpcode::kRdmaWrite};
   tc.pattern_seed = cfg.seed;
   RcTransfer xfer(pair->first, pair->second, tc);
   if (auto s = xfer.setup(); !s) {

@@ -32,6 +32,7 @@ struct PairRun {
   Duration sample = Duration::micros(10);    // timeline bin
   Duration limit = Duration::millis(2000);
   uint64_t seed = 1;
+  bool read = false;  // READs (b's memory to a) instead of WRITEs
 };
 
 struct PairResult {

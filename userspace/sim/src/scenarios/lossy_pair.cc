@@ -96,11 +96,13 @@ Json row_json(const PairResult& r, Mode m) {
 
 int scenario_lossy_loss_sweep(const ScenarioOptions& opt, Reporter& rep) {
   PairRun base = base_run(opt, 32ull << 20, 256u << 10, 16);
+  base.read = opt.param_str("op", "write") == "read";
   const uint16_t lanes = static_cast<uint16_t>(opt.param_u64("lanes", 16));
   std::vector<double> losses_pct;
   for (const auto& s : parse_list(opt.param_str("loss_pct_x100", "0,1,10,100,500")))
     losses_pct.push_back(static_cast<double>(s) / 100.0);
   rep.event("start", {{"scenario", "loss-sweep"},
+                      {"op", base.read ? "read" : "write"},
                       {"seed", opt.seed},
                       {"bytes", base.bytes},
                       {"msg", base.msg},
@@ -141,6 +143,7 @@ int scenario_lossy_loss_sweep(const ScenarioOptions& opt, Reporter& rep) {
                       {"sr", ratio_at(Mode::kSr, losses_pct[li])},
                       {"lanes", ratio_at(Mode::kLanes, losses_pct[li])}});
   rep.summary({{"scenario", "loss-sweep"},
+               {"op", base.read ? "read" : "write"},
                {"ok", ok},
                {"seed", opt.seed},
                {"bytes", base.bytes},
