@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "proto/int.h"
 #include "sroce/cc/cc.h"
 #include "sroce/engine/engine.h"
 
@@ -84,9 +85,19 @@ struct CcQp {
   // Responder: the notification point and its pending CNP.
   cc::DcqcnNotificationPoint np{cc::DcqcnConfig{}};
   bool cnp_pending = false;
-  // Responder: INT records of the newest data packet (echoed on ACKs).
-  std::array<cc::IntHop, cc::kMaxHops> echo{};
+  // INT on the wire (proto/int.h, docs/wire.md "INT"). Requester: the peer
+  // QP offered it (ICAP): requests carry a shim. Responder: the peer sent a
+  // shim (it parses echoes); the raw hop records of the newest request that
+  // carried any, echoed on every ACK.
+  bool int_peer = false;
+  bool int_echo_ok = false;
   uint8_t echo_n = 0;
+  uint8_t echo_flags = 0;
+  std::array<uint8_t, SROCE_INT_MAX_HOPS * SROCE_INT_HOP_LEN> echo{};
+  // Requester: the last echo, widened (48-bit wire counters -> 64 bits per
+  // hop), first hop first; the reference for the next one.
+  std::array<cc::IntHop, cc::kMaxHops> int_last{};
+  uint8_t int_last_n = 0;
   // Requester: one entry per recent PSN (ring sized at create_qp).
   std::vector<CcSent> sent;
   uint32_t sent_mask = 0;
@@ -94,19 +105,34 @@ struct CcQp {
 
 // Engine-wide part (Engine::Impl::cc_): the NIC-level view of all flows of
 // this engine (one engine per NIC port in sroced) and the packet being
-// received (for INT echo and hop counts while on_packet runs).
+// received (its INT shim or echo and hop count while on_packet runs).
 struct CcEngine {
   explicit CcEngine(const EngineConfig& cfg);
-  bool on = false;  // EngineConfig::cc.enable
-  bool np = false;  // ... and notification_point
+  bool on = false;   // EngineConfig::cc.enable
+  bool np = false;   // ... and notification_point
+  bool intw = false; // ... and INT on the wire (int_telemetry, an INT-reading algorithm)
   std::unique_ptr<cc::NicState> nic;
   const PacketMeta* rx = nullptr;
+  // The received packet's INT shim records (raw, newest first) ...
+  const uint8_t* rx_shim = nullptr;
+  uint8_t rx_shim_n = 0;
+  uint8_t rx_shim_flags = 0;
+  // ... or its INT echo, decoded (first hop first, 48-bit counters).
+  std::array<cc::IntHop, cc::kMaxHops> rx_echo{};
+  uint8_t rx_echo_n = 0;
+  bool rx_has_shim = false;
 };
 
 // Sets CcEngine::rx for the duration of one on_packet.
 class CcRxScope {
  public:
-  CcRxScope(CcEngine& c, const PacketMeta& m) : c_(c) { c_.rx = &m; }
+  CcRxScope(CcEngine& c, const PacketMeta& m) : c_(c) {
+    c_.rx = &m;
+    c_.rx_has_shim = false;
+    c_.rx_shim = nullptr;
+    c_.rx_shim_n = 0;
+    c_.rx_echo_n = 0;
+  }
   ~CcRxScope() { c_.rx = nullptr; }
   CcRxScope(const CcRxScope&) = delete;
   CcRxScope& operator=(const CcRxScope&) = delete;
@@ -133,6 +159,22 @@ bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp);
 // controllers need feedback for every packet (HPCC acknowledges each packet;
 // a window smaller than the responder's coalescing would otherwise stall).
 bool cc_want_ack(Engine::Impl& e, Qp& qp);
+// BTH byte 8 bits a request or ACK of this QP carries: ICAP (INT offered).
+uint8_t cc_bth_bits(const Engine::Impl& e, const Qp& qp);
+// poll_transmit, after a request of `n` bytes was built in `buf` (room for
+// `cap`): put the INT shim in front once the peer offered INT. Returns the
+// new length.
+size_t cc_add_shim(Engine::Impl& e, Qp& qp, uint8_t* buf, size_t n, size_t cap);
+// on_packet, first: a UDP payload that starts with an INT shim. Checks it
+// (false: malformed, drop) and returns in `skip` the bytes in front of the
+// BTH. `trimmed`: the fabric cut the packet (no ICRC behind the headers).
+bool cc_rx_shim(Engine::Impl& e, const uint8_t* buf, size_t len, bool trimmed, size_t& skip);
+// on_packet, before parsing: the INT echo trailer of a packet with IECHO.
+// False: malformed (drop); else `tail` = its bytes before the ICRC.
+bool cc_rx_echo(Engine::Impl& e, const uint8_t* buf, size_t len, size_t& tail);
+// on_packet, the QP known: the peer's BTH bits (ICAP). False: the packet
+// carries INT that this QP never offered (drop).
+bool cc_rx_check(Engine::Impl& e, Qp& qp, const uint8_t* bth, bool is_ack);
 // A request packet was built (new or resent): ECT(0), pacer, on_send, RTT ring.
 void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t len, bool resend,
                 PacketMeta& meta, Time now);
@@ -140,8 +182,9 @@ void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t 
 void cc_on_request(Engine::Impl& e, Qp& qp, const PacketMeta& meta, Time now);
 // poll_transmit, responder list: a pending CNP (0 if none).
 size_t cc_build_cnp(Engine::Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta);
-// A response was built: an ACK carries the INT echo (out of band).
-void cc_on_response_built(Engine::Impl& e, Qp& qp, const uint8_t* pkt, PacketMeta& meta);
+// A response of `n` bytes was built in `pkt`: an ACK to a peer that sent INT
+// shims gets the echo trailer (ICRC recomputed). Returns the new length.
+size_t cc_on_response_built(Engine::Impl& e, Qp& qp, uint8_t* pkt, size_t n, const PacketMeta& meta);
 // A CNP arrived (after the ICRC check). False: not ours to take (then dropped).
 bool cc_on_cnp(Engine::Impl& e, const sroce_pkt& pkt, Time now);
 // The completer moved acked_psn from `before`: on_ack (and on_idle).

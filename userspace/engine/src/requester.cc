@@ -244,6 +244,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   sroce_bth_write(out, &bth);
   const size_t hdr = static_cast<size_t>(h - out);
   if (rc && qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;  // docs/wire.md: lossy offer
+  out[8] |= cc_bth_bits(*this, qp);                          // docs/wire.md: INT offer
 
   if (qp.is_ud()) {
     meta.src = gids_[w.ud.sgid_index < gids_.size() ? w.ud.sgid_index : 0];

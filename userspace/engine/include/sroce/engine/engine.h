@@ -52,14 +52,6 @@ struct PacketMeta {
   // BTH is read, and in lossy mode it becomes an immediate, precise
   // retransmission request for its PSN (docs/lossy.md).
   bool trimmed = false;
-  // Out-of-band INT (docs/cc/README.md, Integration, item 10; docs/wire.md):
-  // not on the wire. Receive: the records the fabric stamped on this packet
-  // (the simulator fills it; real datapaths leave it empty). The engine keeps
-  // those of the newest data packet of an RC QP and hands them back on the
-  // ACKs it sends in `int_echo`; on a received ACK `int_echo` is what the
-  // peer's responder saw on the forward path. Valid only during the call.
-  std::span<const cc::IntHop> int_hops;
-  std::span<const cc::IntHop> int_echo;
 };
 
 struct TxPacket {
@@ -121,6 +113,11 @@ struct CcEngineConfig {
   // controller runs (HPCC's NIC acknowledges every packet: its INT and RTT
   // samples come from ACKs), and always when the window is nearly full.
   uint32_t ack_every = 1;
+  // In-band telemetry on the wire (docs/wire.md, "INT"): while a controller
+  // that reads INT runs (hpcc, odin, delay), offer it (BTH bit ICAP); once
+  // the peer QP offers it too, requests carry an INT shim that switches
+  // append hop records to, and the peer's ACKs echo them. false: never.
+  bool int_telemetry = true;
 };
 
 struct EngineConfig {
@@ -176,7 +173,8 @@ enum RxDropReason : uint8_t {
   kRxDropLength = 18,              // UD message larger than the receive buffer
   kRxDropAccess = 19,              // UC: R_Key/access violation (RC NAKs instead)
   kRxDropInvalid = 20,             // UC: invalid request (RC NAKs instead)
-  kRxDropCount = 21,
+  kRxDropBadInt = 21,              // malformed INT shim or INT echo (proto/int.h)
+  kRxDropCount = 22,
 };
 const char* to_string(RxDropReason r);
 
@@ -244,6 +242,9 @@ struct QpStats {
   uint64_t cc_window_bytes = 0;    // requester: current window (UINT64_MAX = none)
   uint64_t cc_window_stalls = 0;   // times the window held the QP back
   uint64_t cc_paced = 0;           // times pacing held the QP back
+  uint64_t int_shims_sent = 0;     // requester: requests sent with an INT shim (docs/wire.md "INT")
+  uint64_t int_echoes_sent = 0;    // responder: ACKs sent with an INT echo
+  uint64_t int_echoes_received = 0;  // requester: INT echoes handed to the controller
 };
 
 // Per-lane counters of a lossy QP (Engine::lane_stats). A lane is one UDP
@@ -339,7 +340,9 @@ class Engine {
   // Earliest time on_timer or poll_transmit has work; Time::never() if idle.
   Time next_deadline() const;
 
-  static constexpr size_t kMaxPacket = 4096 + 64;
+  // 4096 payload + headers (64) + the empty INT shim a request may carry
+  // (8, proto/int.h; switches' hop records come on top, on the wire only).
+  static constexpr size_t kMaxPacket = 4096 + 64 + 8;
 
   const EngineStats& stats() const;
 
