@@ -92,6 +92,27 @@ uint64_t widen48(uint64_t prev, uint64_t raw) {
   return prev + static_cast<uint64_t>(d);
 }
 
+// The received ACK's INT echo for `qp`, its 48-bit counters widened (once)
+// against the previous echo of the same (switch, port) at the same hop.
+std::span<const cc::IntHop> echo_hops(Engine::Impl& e, Qp& qp) {
+  const uint8_t n = e.cc_.rx_echo_n;
+  if (n == 0) return {};
+  if (!e.cc_.rx_echo_widened) {
+    e.cc_.rx_echo_widened = true;
+    for (uint8_t i = 0; i < n; ++i) {
+      cc::IntHop& h = e.cc_.rx_echo[i];
+      if (i < qp.cc.int_last_n && qp.cc.int_last[i].port_id == h.port_id) {
+        const cc::IntHop& p = qp.cc.int_last[i];
+        h.ts = Time{static_cast<int64_t>(widen48(static_cast<uint64_t>(p.ts.ps), static_cast<uint64_t>(h.ts.ps)))};
+        h.tx_bytes = widen48(p.tx_bytes, h.tx_bytes);
+      }
+      qp.cc.int_last[i] = h;
+    }
+    qp.cc.int_last_n = n;
+  }
+  return {e.cc_.rx_echo.data(), n};
+}
+
 }  // namespace
 
 uint8_t cc_bth_bits(const Engine::Impl& e, const Qp& qp) {
@@ -157,6 +178,8 @@ void cc_qp_create(Engine::Impl& e, Qp& qp) {
   while (n < window && n < 4096) n <<= 1;
   qp.cc.sent.assign(n, CcSent{});
   qp.cc.sent_mask = n - 1;
+  if (e.cfg_.cc.per_lane && e.cfg_.lossy.enable)
+    qp.cc.lanes.resize(std::clamp<uint32_t>(e.cfg_.lossy.lanes, 1, kMaxLanes));
 }
 
 void cc_qp_start(Engine::Impl& e, Qp& qp, Time now) {
@@ -167,12 +190,20 @@ void cc_qp_start(Engine::Impl& e, Qp& qp, Time now) {
   qp.cc.pace_at = Time::never();
   qp.cc.active = false;
   for (CcSent& s : qp.cc.sent) s = CcSent{};
+  // Lane controllers: no NIC view (Odin's ratio is the QP controller's; a
+  // lane is a path of the QP, not another flow of the host).
+  for (CcLane& l : qp.cc.lanes) {
+    l.ctl.start(c.config, cc::FlowParams{c.line_rate_bps, c.base_rtt, qp.mtu}, nullptr);
+    l.pacer = cc::Pacer{};
+    l.inflight = 0;
+  }
   publish(e, qp, now);
 }
 
 void cc_qp_stop(Engine::Impl& e, Qp& qp) {
   if (!e.cc_.on) return;
   qp.cc.ctl.stop();
+  for (CcLane& l : qp.cc.lanes) l.ctl.stop();
   qp.cc.pace_at = Time::never();
   qp.cc.cnp_pending = false;
   qp.cc.echo_n = 0;
@@ -193,7 +224,29 @@ bool cc_may_send(Engine::Impl& e, Qp& qp, Time now) {
       return false;  // the next ACK calls sched_req
     }
   }
-  const Time t = qp.cc.pacer.next_send(now, qp.cc.ctl->rate_bps());
+  Time t = qp.cc.pacer.next_send(now, qp.cc.ctl->rate_bps());
+  // Per lane: some active lane's controller must allow a packet; else wait
+  // for the earliest lane pacing time, or for an ACK (lane windows).
+  if (t <= now && !retx && qp.lossy.tx && !qp.cc.lanes.empty()) {
+    Time soonest = Time::never();
+    bool any = false;
+    for (uint16_t i = 0; i < qp.lossy.nlanes && i < qp.cc.lanes.size() && !any; ++i) {
+      if (!qp.lossy.lanes[i].active) continue;
+      CcLane& l = qp.cc.lanes[i];
+      const uint64_t lw = l.ctl->window_bytes();
+      if (lw != cc::kNoWindow && l.inflight > 0 && l.inflight + qp.mtu > lw) continue;
+      const Time lt = l.pacer.next_send(now, l.ctl->rate_bps());
+      if (lt <= now) any = true;
+      soonest = std::min(soonest, lt);
+    }
+    if (!any) {
+      if (soonest == Time::never()) {
+        ++qp.stats.cc_window_stalls;
+        return false;  // every lane's window is full: the next ACK calls sched_req
+      }
+      t = soonest;
+    }
+  }
   if (t > now) {
     ++qp.stats.cc_paced;
     qp.cc.pace_at = t;
@@ -327,23 +380,13 @@ void cc_on_acked(Engine::Impl& e, Qp& qp, uint32_t before, Time now) {
   if (last.psn == qp.acked_psn && !last.retx) ev.rtt = Duration::picos(now.ps - last.at_ps);
   if (const PacketMeta* m = e.cc_.rx)
     ev.path_hops = m->hop_limit < 64 ? static_cast<uint8_t>(64 - m->hop_limit) : 0;
-  if (const uint8_t n = e.cc_.rx_echo_n; n != 0) {
-    // Widen the echo's 48-bit counters against the previous echo of the
-    // same (switch, port) at the same hop.
-    for (uint8_t i = 0; i < n; ++i) {
-      cc::IntHop& h = e.cc_.rx_echo[i];
-      if (i < qp.cc.int_last_n && qp.cc.int_last[i].port_id == h.port_id) {
-        const cc::IntHop& p = qp.cc.int_last[i];
-        h.ts = Time{static_cast<int64_t>(widen48(static_cast<uint64_t>(p.ts.ps), static_cast<uint64_t>(h.ts.ps)))};
-        h.tx_bytes = widen48(p.tx_bytes, h.tx_bytes);
-      }
-      qp.cc.int_last[i] = h;
-    }
-    qp.cc.int_last_n = n;
-    ++qp.stats.int_echoes_received;
-    ev.hops = std::span<const cc::IntHop>(e.cc_.rx_echo.data(), n);
-  }
+  ev.hops = echo_hops(e, qp);
+  if (!ev.hops.empty()) ++qp.stats.int_echoes_received;
   qp.cc.ctl->on_ack(ev);
+  // Everything sent is acknowledged: no lane has bytes in flight (whatever
+  // path acknowledged them: compatible PSNs before the switch, a rewind).
+  if (psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1)) <= 0)
+    for (CcLane& l : qp.cc.lanes) l.inflight = 0;
   // Nothing queued and nothing in flight: the flow is idle (Odin leaves the
   // NIC's demand until its next packet).
   if (qp.cc.active && qp.sq_head == qp.sq_tail) {
@@ -360,9 +403,77 @@ void cc_on_loss(Engine::Impl& e, Qp& qp, cc::LossKind kind, Time now) {
   publish(e, qp, now);
 }
 
+// ---- per-lane controllers
+
+namespace {
+CcLane* lane_cc(Qp& qp, uint8_t lane) {
+  return lane < qp.cc.lanes.size() && qp.cc.lanes[lane].ctl ? &qp.cc.lanes[lane] : nullptr;
+}
+}  // namespace
+
+bool cc_lane_allows(Engine::Impl& e, const Qp& qp, uint8_t lane, Time now) {
+  if (!e.cc_.on || lane >= qp.cc.lanes.size() || !qp.cc.lanes[lane].ctl) return true;
+  const CcLane& l = qp.cc.lanes[lane];
+  const uint64_t w = l.ctl->window_bytes();
+  if (w != cc::kNoWindow && l.inflight > 0 && l.inflight + qp.mtu > w) return false;
+  return l.pacer.next_send(now, l.ctl->rate_bps()) <= now;
+}
+
+void cc_lane_sent(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, uint32_t payload, size_t len,
+                  bool resend, Time now) {
+  if (!e.cc_.on) return;
+  CcLane* l = lane_cc(qp, lane);
+  if (!l) return;
+  (void)psn;
+  l->pacer.on_sent(now, static_cast<uint32_t>(len) + kWireOverhead);
+  if (!resend) l->inflight += payload;
+  l->ctl->on_send({now, payload, resend});
+}
+
+void cc_lane_acked(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, Duration rtt, uint8_t echo_lane,
+                   Time now) {
+  if (!e.cc_.on) return;
+  CcLane* l = lane_cc(qp, lane);
+  if (!l) return;
+  const CcSent& s = qp.cc.sent[psn & qp.cc.sent_mask];
+  const uint64_t bytes = s.psn == psn ? s.bytes : qp.mtu;
+  l->inflight -= std::min(l->inflight, bytes);
+  cc::AckEvent ev;
+  ev.now = now;
+  ev.acked_bytes = bytes;
+  ev.rtt = rtt;
+  if (const PacketMeta* m = e.cc_.rx)
+    ev.path_hops = m->hop_limit < 64 ? static_cast<uint8_t>(64 - m->hop_limit) : 0;
+  // The ACK's INT echo describes the path of its echo lane: that lane's
+  // controller gets it, once per ACK.
+  if (lane == echo_lane && !e.cc_.rx_echo_lane_fed) {
+    ev.hops = echo_hops(e, qp);
+    e.cc_.rx_echo_lane_fed = !ev.hops.empty();
+  }
+  l->ctl->on_ack(ev);
+  if (l->ctl->next_timer() != Time::never()) e.timer_update(qp);
+}
+
+void cc_lane_ce(Engine::Impl& e, Qp& qp, uint8_t lane, Time now) {
+  if (!e.cc_.on) return;
+  // The lane's reaction point: the CE echo of the lossy ACK trailer names the
+  // lane, which a CNP (Annex A17.9.3, per QP) cannot.
+  if (CcLane* l = lane_cc(qp, lane)) {
+    l->ctl->on_cnp(now);
+    if (l->ctl->next_timer() != Time::never()) e.timer_update(qp);
+  }
+}
+
+void cc_lane_loss(Engine::Impl& e, Qp& qp, uint8_t lane, Time now) {
+  if (!e.cc_.on) return;
+  if (CcLane* l = lane_cc(qp, lane)) l->ctl->on_loss({now, cc::LossKind::kNak, qp.mtu});
+}
+
 Time cc_deadline(const Qp& qp) {
   Time t = qp.cc.pace_at;
   if (qp.cc.ctl) t = std::min(t, qp.cc.ctl->next_timer());
+  for (const CcLane& l : qp.cc.lanes)
+    if (l.ctl) t = std::min(t, l.ctl->next_timer());
   return std::min(t, qp.cc.np.next_timer());
 }
 
@@ -376,6 +487,13 @@ void cc_on_timer(Engine::Impl& e, Qp& qp, Time now) {
     qp.cc.ctl->on_timer(now);
     publish(e, qp, now);
   }
+  bool lane_timer = false;
+  for (CcLane& l : qp.cc.lanes)
+    if (l.ctl && l.ctl->next_timer() <= now) {
+      l.ctl->on_timer(now);
+      lane_timer = true;
+    }
+  if (lane_timer) e.sched_req(qp);
   if (qp.cc.np.next_timer() <= now && qp.cc.np.on_timer(now)) {
     qp.cc.cnp_pending = true;
     e.sched_resp(qp);

@@ -5,11 +5,12 @@
 // window and rate. With EngineConfig::cc.enable false every hook returns at
 // once and the engine's packets are the same as without this file.
 //
-// Per QP, not per lane: a lane's path is chosen by lossy.cc and a QP's
-// packets are sprayed over them; a CNP names a QP, not a path (Annex
-// A17.9.3). One controller per QP sees the aggregate of its lanes (the
-// HPCC/Odin INT estimator follows the path of each ACK; docs/cc/README.md
-// says what that costs).
+// Per QP: a lane's path is chosen by lossy.cc and a QP's packets are sprayed
+// over them; a CNP names a QP, not a path (Annex A17.9.3). One controller
+// per QP sees the aggregate of its lanes. With CcEngineConfig::per_lane each
+// lane of a lossy QP also has its own controller, fed by the lane's CE
+// echoes, RTT samples, INT echo and losses; the lane picker skips a lane its
+// controller holds (docs/cc/README.md, "Per lane").
 #pragma once
 
 #include <array>
@@ -76,6 +77,13 @@ struct CcSent {
   uint8_t retx = 0;
 };
 
+// One lane's controller (CcEngineConfig::per_lane, lossy mode).
+struct CcLane {
+  CcSlot ctl;
+  cc::Pacer pacer;
+  uint64_t inflight = 0;  // payload bytes sent on the lane, not yet acknowledged
+};
+
 // Per-QP congestion-control state (Qp::cc).
 struct CcQp {
   CcSlot ctl;  // requester: started at RTS, stopped at reset/error/destroy
@@ -98,6 +106,8 @@ struct CcQp {
   // hop), first hop first; the reference for the next one.
   std::array<cc::IntHop, cc::kMaxHops> int_last{};
   uint8_t int_last_n = 0;
+  // Per-lane controllers (sized at create_qp when per_lane is on).
+  std::vector<CcLane> lanes;
   // Requester: one entry per recent PSN (ring sized at create_qp).
   std::vector<CcSent> sent;
   uint32_t sent_mask = 0;
@@ -120,6 +130,8 @@ struct CcEngine {
   // ... or its INT echo, decoded (first hop first, 48-bit counters).
   std::array<cc::IntHop, cc::kMaxHops> rx_echo{};
   uint8_t rx_echo_n = 0;
+  bool rx_echo_widened = false;
+  bool rx_echo_lane_fed = false;
   bool rx_has_shim = false;
 };
 
@@ -132,6 +144,8 @@ class CcRxScope {
     c_.rx_shim = nullptr;
     c_.rx_shim_n = 0;
     c_.rx_echo_n = 0;
+    c_.rx_echo_widened = false;
+    c_.rx_echo_lane_fed = false;
   }
   ~CcRxScope() { c_.rx = nullptr; }
   CcRxScope(const CcRxScope&) = delete;
@@ -190,6 +204,20 @@ bool cc_on_cnp(Engine::Impl& e, const sroce_pkt& pkt, Time now);
 // The completer moved acked_psn from `before`: on_ack (and on_idle).
 void cc_on_acked(Engine::Impl& e, Qp& qp, uint32_t before, Time now);
 void cc_on_loss(Engine::Impl& e, Qp& qp, cc::LossKind kind, Time now);
+// ---- per-lane controllers (CcEngineConfig::per_lane; lossy mode)
+// The lane picker: may this lane take a new packet now (window, pacing)?
+bool cc_lane_allows(Engine::Impl& e, const Qp& qp, uint8_t lane, Time now);
+// A request went out on `lane` (after lossy_on_sent).
+void cc_lane_sent(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, uint32_t payload, size_t len,
+                  bool resend, Time now);
+// An ACK newly covered `psn`, sent on `lane`; `rtt` its sample (0: none),
+// `echo_lane` the lane the ACK's INT echo belongs to.
+void cc_lane_acked(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, Duration rtt, uint8_t echo_lane,
+                   Time now);
+// The receiver reported CE marks on `lane` / asked for a PSN of `lane` again.
+void cc_lane_ce(Engine::Impl& e, Qp& qp, uint8_t lane, Time now);
+void cc_lane_loss(Engine::Impl& e, Qp& qp, uint8_t lane, Time now);
+
 // Timers: the pacing hold, the controller's and the NP's timers.
 Time cc_deadline(const Qp& qp);
 void cc_on_timer(Engine::Impl& e, Qp& qp, Time now);

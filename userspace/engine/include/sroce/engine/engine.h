@@ -118,6 +118,12 @@ struct CcEngineConfig {
   // the peer QP offers it too, requests carry an INT shim that switches
   // append hop records to, and the peer's ACKs echo them. false: never.
   bool int_telemetry = true;
+  // Per-lane controllers (docs/cc/README.md, "Per lane"): in lossy mode each
+  // lane also gets its own controller of the configured algorithm, fed by
+  // that lane's CE echoes, RTT samples, INT echoes and losses; a lane whose
+  // controller holds it (window or pacing) is skipped by the lane picker,
+  // while the QP's controller still bounds the QP as a whole.
+  bool per_lane = false;
 };
 
 struct EngineConfig {
@@ -260,6 +266,8 @@ struct LaneStats {
   uint32_t weight = 0;      // spraying weight, kLaneWeightFull = an equal share (lane weights)
   uint64_t ce_echoed = 0;   // CE marks the receiver reported for this lane's packets
   uint64_t weight_cuts = 0; // multiplicative decreases (CE, loss, queueing delay)
+  uint64_t cc_rate_bps = 0;     // the lane's controller (CcEngineConfig::per_lane); 0 = none
+  uint64_t cc_window_bytes = 0; // ... its window (UINT64_MAX = none)
 };
 inline constexpr uint32_t kLaneWeightFull = 65536;
 
