@@ -236,3 +236,48 @@ TEST_CASE("int: malformed shims and echoes are dropped and counted", "[cc][int]"
   to_a(with_echo->bytes);
   CHECK(p.a->stats().rx_drop_reason[kRxDropBadInt] == drops_a + 4);
 }
+
+TEST_CASE("int: a lane whose INT shows a deep queue is weighted down; the others are not", "[cc][int][lanes]") {
+  const bool lane_int = GENERATE(true, false);
+  CAPTURE(lane_int);
+  EngineConfig c = hpcc_cfg(/*lossy=*/true);
+  c.lossy.lanes = 4;
+  c.lossy.lane_int = lane_int;
+  Pair p({}, {}, {}, c);
+  Time t = Time::zero();
+  uint64_t tx = 0;
+  p.w.filter = [&](const WirePkt& pk) {
+    if (!is_request(pk) || pk.int_shim == 0) return Verdict::kDeliver;
+    t = t + Duration::nanos(100);
+    tx += 1100;
+    WirePkt m = stamp(pk, t, tx);  // hop 2 holds 400 KB at 100 Gbit/s: 32 us
+    if (!pk.ext || pk.req.lane != 1) {
+      // Other lanes' paths: hop 2's queue empty (rewrite its record in place).
+      auto* raw = reinterpret_cast<uint8_t*>(m.bytes.data());
+      sroce_int_hop h;
+      sroce_int_hop_read(sroce_int_shim_hop(raw, 0), &h);
+      h.qlen = 0;
+      sroce_int_hop_write(raw + SROCE_INT_SHIM_LEN, &h);
+    }
+    p.w.deliver(m);
+    return Verdict::kDrop;
+  };
+  post_write(p.a, p.qa, p.b, 4096, 1);
+  post_write(p.a, p.qa, p.b, 256 * 1024, 2);
+  REQUIRE(wait_wc(p.w, p.a, 2).size() == 2);
+  std::array<LaneStats, 4> ls{};
+  REQUIRE(p.a->lane_stats(p.qa, ls) == 4);
+  if (lane_int) {
+    CHECK(ls[1].int_high > 0);
+    CHECK(ls[1].weight_cuts > 0);
+    CHECK(ls[1].weight < kLaneWeightFull);
+  } else {
+    CHECK(ls[1].int_high == 0);
+    CHECK(ls[1].weight_cuts == 0);
+  }
+  for (const int i : {0, 2, 3}) {
+    CAPTURE(i);
+    CHECK(ls[i].int_high == 0);
+    CHECK(ls[i].weight_cuts == 0);
+  }
+}

@@ -454,6 +454,18 @@ void cc_lane_acked(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, Duration
   if (l->ctl->next_timer() != Time::never()) e.timer_update(qp);
 }
 
+Duration cc_echo_queue_delay(const Engine::Impl& e) {
+  int64_t worst = 0;
+  for (uint8_t i = 0; i < e.cc_.rx_echo_n; ++i) {
+    const cc::IntHop& h = e.cc_.rx_echo[i];
+    if (h.link_bps == 0) continue;
+    const auto ps = static_cast<int64_t>(static_cast<double>(h.qlen_bytes) * 8.0 * cc::kPsPerSecond /
+                                         static_cast<double>(h.link_bps));
+    worst = std::max(worst, ps);
+  }
+  return Duration::picos(worst);
+}
+
 void cc_lane_ce(Engine::Impl& e, Qp& qp, uint8_t lane, Time now) {
   if (!e.cc_.on) return;
   // The lane's reaction point: the CE echo of the lossy ACK trailer names the

@@ -214,6 +214,9 @@ void cc_lane_sent(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, uint32_t 
 // `echo_lane` the lane the ACK's INT echo belongs to.
 void cc_lane_acked(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, Duration rtt, uint8_t echo_lane,
                    Time now);
+// The largest queueing delay (qlen / link rate) a hop of the received ACK's
+// INT echo reports; zero without an echo (lane weights, docs/lossy.md).
+Duration cc_echo_queue_delay(const Engine::Impl& e);
 // The receiver reported CE marks on `lane` / asked for a PSN of `lane` again.
 void cc_lane_ce(Engine::Impl& e, Qp& qp, uint8_t lane, Time now);
 void cc_lane_loss(Engine::Impl& e, Qp& qp, uint8_t lane, Time now);

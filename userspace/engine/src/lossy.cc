@@ -366,6 +366,16 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     if (weights && ct.active) weight_cut(l, ct, now);
     cc_lane_ce(*this, qp, leh.ce_lane, now);  // per-lane controller (congestion.h)
   }
+  // INT (docs/lossy.md, lane weights): a hop of the echo lane's path holds a
+  // queue worth more than the delay target: cut that lane like a CE echo
+  // (the ACK's echo is of the newest request, sent on echo_lane).
+  if (weights && cfg_.lossy.lane_int && leh.echo_lane < l.nlanes) {
+    LaneTx& it = l.lanes[leh.echo_lane];
+    if (it.active && cc_echo_queue_delay(*this) > cfg_.lossy.lane_delay_target) {
+      ++it.int_high;
+      weight_cut(l, it, now);
+    }
+  }
   if (leh.dup_total > l.peer_dups) {
     qp.stats.spurious_retransmits += leh.dup_total - l.peer_dups;
     l.peer_dups = leh.dup_total;
@@ -554,6 +564,7 @@ size_t Engine::Impl::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
     o.weight = l.lanes[i].weight;
     o.ce_echoed = l.lanes[i].ce;
     o.weight_cuts = l.lanes[i].cuts;
+    o.int_high = l.lanes[i].int_high;
     if (i < qp.cc.lanes.size() && qp.cc.lanes[i].ctl) {
       o.cc_rate_bps = qp.cc.lanes[i].ctl->rate_bps();
       o.cc_window_bytes = qp.cc.lanes[i].ctl->window_bytes();

@@ -91,6 +91,10 @@ struct LossyConfig {
   // A lane whose windowed-minimum RTT exceeds the QP's lowest lane RTT by
   // more than this is congested (a standing queue on its path).
   Duration lane_delay_target = Duration::micros(25);
+  // INT steers weights too (docs/lossy.md "Lane weights"): an ACK whose INT
+  // echo shows a hop queue worth more than lane_delay_target (qlen / link
+  // rate) cuts the weight of its echo lane. Needs INT (CcEngineConfig).
+  bool lane_int = true;
   // Reorder window cap (docs/lossy.md): the window may grow past
   // reorder_timeout up to this bound when the receiver measures path skew
   // (originals that arrived late after a later PSN). reorder_timeout is
@@ -266,6 +270,7 @@ struct LaneStats {
   uint32_t weight = 0;      // spraying weight, kLaneWeightFull = an equal share (lane weights)
   uint64_t ce_echoed = 0;   // CE marks the receiver reported for this lane's packets
   uint64_t weight_cuts = 0; // multiplicative decreases (CE, loss, queueing delay)
+  uint64_t int_high = 0;        // INT echoes that showed a queue above lane_delay_target
   uint64_t cc_rate_bps = 0;     // the lane's controller (CcEngineConfig::per_lane); 0 = none
   uint64_t cc_window_bytes = 0; // ... its window (UINT64_MAX = none)
 };
