@@ -173,7 +173,7 @@ static inline const uint8_t *sroce_int_shim_hop(const uint8_t *buf, unsigned i)
  * 0 (E is set) or there is no room; -1 if buf holds no valid shim. */
 static inline int sroce_int_push(uint8_t *buf, size_t *len, size_t cap, const struct sroce_int_hop *h)
 {
-	struct sroce_int_shim s;
+	struct sroce_int_shim s = {0, 0, 0};
 	size_t i;
 	if (sroce_int_shim_parse(buf, *len, &s) != SROCE_INT_OK) return -1;
 	if (s.remaining == 0 || *len + SROCE_INT_HOP_LEN > cap) {

@@ -14,7 +14,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t len) {
   // Shim parse, then a push into a copy with room for one more record.
-  sroce_int_shim s;
+  sroce_int_shim s{};
   if (sroce_int_shim_parse(data, len, &s) == SROCE_INT_OK) {
     const size_t shim = sroce_int_shim_bytes(&s);
     FUZZ_CHECK(s.count <= SROCE_INT_MAX_HOPS);

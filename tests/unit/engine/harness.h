@@ -222,7 +222,7 @@ class Wire {
     size_t len = p.bytes.size();
     // INT (docs/wire.md): a shim in front of the BTH; an echo before the ICRC.
     if (sroce_int_present(raw, len)) {
-      sroce_int_shim s;
+      sroce_int_shim s{};
       REQUIRE(sroce_int_shim_parse(raw, len, &s) == SROCE_INT_OK);
       p.int_shim = sroce_int_shim_bytes(&s);
       p.int_hops = s.count;

@@ -71,7 +71,7 @@ TEST_CASE("int: the source's shim, pushes by transit hops, parse", "[int]") {
   CHECK(v[1] == 0x10);  // version 1, no flags
   CHECK(v[2] == 6);
   CHECK(v[3] == SROCE_INT_MAX_HOPS);
-  sroce_int_shim s;
+  sroce_int_shim s{};
   REQUIRE(sroce_int_shim_parse(v.data(), len, &s) == SROCE_INT_OK);
   CHECK(s.count == 0);
   CHECK(sroce_int_shim_bytes(&s) == SROCE_INT_SHIM_LEN);
@@ -109,7 +109,7 @@ TEST_CASE("int: remaining hop count 0 stops pushes; no shim, no push", "[int]") 
   const sroce_int_hop h = sample_hop(0);
   CHECK(sroce_int_push(v.data(), &len, v.size(), &h) == 1);
   CHECK(sroce_int_push(v.data(), &len, v.size(), &h) == 0);
-  sroce_int_shim s;
+  sroce_int_shim s{};
   REQUIRE(sroce_int_shim_parse(v.data(), len, &s) == SROCE_INT_OK);
   CHECK(s.count == 1);
   CHECK(s.remaining == 0);
@@ -124,7 +124,7 @@ TEST_CASE("int: remaining hop count 0 stops pushes; no shim, no push", "[int]") 
 
 TEST_CASE("int: the shim parser rejects short, unknown, oversized and truncated shims", "[int]") {
   auto v = shimmed(0);
-  sroce_int_shim s;
+  sroce_int_shim s{};
   CHECK(sroce_int_shim_parse(v.data(), 7, &s) == SROCE_INT_SHORT);
   CHECK(sroce_int_shim_parse(v.data(), 0, &s) == SROCE_INT_SHORT);
   auto bad = v;

@@ -130,7 +130,7 @@ size_t cc_add_shim(Engine::Impl& e, Qp& qp, uint8_t* buf, size_t n, size_t cap) 
 }
 
 bool cc_rx_shim(Engine::Impl& e, const uint8_t* buf, size_t len, bool trimmed, size_t& skip) {
-  sroce_int_shim s;
+  sroce_int_shim s{};
   // A trimmed packet keeps the shim and the headers, not the ICRC.
   if (sroce_int_shim_parse(buf, trimmed ? len + SROCE_ICRC_LEN : len, &s) != SROCE_INT_OK) return false;
   skip = sroce_int_shim_bytes(&s);

@@ -102,7 +102,7 @@ void Switch::receive(PacketId pkt, Link& from, Time now) {
 namespace {
 // Bytes of the INT shim in front of the BTH (proto/int.h), 0 if none.
 uint32_t shim_bytes(const Packet& p) {
-  sroce_int_shim s;
+  sroce_int_shim s{};
   if (!sroce_int_present(p.bytes(), p.len) || sroce_int_shim_parse(p.bytes(), p.len, &s) != SROCE_INT_OK)
     return 0;
   return static_cast<uint32_t>(sroce_int_shim_bytes(&s));

@@ -55,7 +55,7 @@ struct Packet {
 // The INT records in a packet's shim, decoded first hop first (as the
 // controllers take them; the wire has the newest first). 0 without a shim.
 inline uint8_t int_hops_of(const Packet& p, std::array<IntHop, kMaxIntHops>& out) {
-  sroce_int_shim s;
+  sroce_int_shim s{};
   if (!sroce_int_present(p.bytes(), p.len) || sroce_int_shim_parse(p.bytes(), p.len, &s) != SROCE_INT_OK)
     return 0;
   const uint8_t n = std::min<uint8_t>(s.count, kMaxIntHops);
