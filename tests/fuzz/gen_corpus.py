@@ -79,6 +79,22 @@ def icrc(ip_packet):
     return struct.pack("<I", zlib.crc32(b"\xff" * 8 + bytes(m)) & 0xFFFFFFFF)
 
 
+def int_hop(node_port, qlen, ts, tx, sb=0, mbps=100000):
+    """One 24-byte INT hop record (proto/int.h, docs/wire.md "INT")."""
+    return (struct.pack(">IB", node_port, sb) + mbps.to_bytes(3, "big") +
+            struct.pack(">I", qlen) + ts.to_bytes(6, "big") + tx.to_bytes(6, "big"))
+
+
+def int_shim(hops, remaining=8):
+    """The INT shim in front of a request, with `hops` (newest first)."""
+    return bytes([0xE1, 0x10, 6, remaining - len(hops), len(hops), 0, 0, 0]) + b"".join(hops)
+
+
+def int_echo(hops, flags=0):
+    """An ACK's INT echo trailer: the records, then the 4-byte footer."""
+    return b"".join(hops) + bytes([len(hops), 6, flags, 0xE1])
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "corpus")
@@ -91,6 +107,15 @@ def main():
         files[("icrc", name + "_v4")] = ipv4(PACKETS[name])
     for name in ("rc_send_only", "rc_atomic_ack", "ud_send_only_imm"):
         files[("icrc", name + "_v6")] = ipv6(PACKETS[name])
+    # fuzz_int: shimmed requests (no hop, two hops) and ACKs with an echo.
+    h1 = int_hop(0x00030001, 0, 1000000, 4200)
+    h2 = int_hop(0x00040002, 400000, 1100000, 8400, sb=1)
+    req = PACKETS["rc_send_only"] + icrc(ipv4(PACKETS["rc_send_only"]))
+    files[("int", "shim_empty")] = int_shim([]) + req
+    files[("int", "shim_two_hops")] = int_shim([h2, h1]) + req
+    ack = PACKETS["rc_ack"]
+    files[("int", "ack_echo_two")] = ack + int_echo([h2, h1]) + bytes(4)
+    files[("int", "ack_echo_exceeded")] = ack + int_echo([h1], flags=1) + bytes(4)
     for (target, name), data in sorted(files.items()):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/int.h"
 #include "proto/packet.h"
 #include "sroce/engine/engine.h"
 
@@ -120,6 +121,11 @@ struct WirePkt {
   bool ext = false;  // BTH: lossy trailer present (then req or ack is filled)
   sroce_leh_req req{};
   sroce_leh_ack ack{};
+  // docs/wire.md "INT": the request's INT shim (its bytes in front of the
+  // BTH, its record count) and the ACK's INT echo (records echoed).
+  size_t int_shim = 0;
+  uint8_t int_hops = 0;
+  uint8_t int_echo = 0;
   uint8_t op() const { return opcode & 0x1f; }
   bool is_nak() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_NAK; }
   bool is_rnr() const { return op() == SROCE_OP_ACK && (syndrome >> 5) == SROCE_AETH_RNR_NAK; }
@@ -213,10 +219,27 @@ class Wire {
     p.meta = meta;
     sroce_pkt pk;
     const auto* raw = reinterpret_cast<const uint8_t*>(p.bytes.data());
+    size_t len = p.bytes.size();
+    // INT (docs/wire.md): a shim in front of the BTH; an echo before the ICRC.
+    if (sroce_int_present(raw, len)) {
+      sroce_int_shim s{};
+      REQUIRE(sroce_int_shim_parse(raw, len, &s) == SROCE_INT_OK);
+      p.int_shim = sroce_int_shim_bytes(&s);
+      p.int_hops = s.count;
+      raw += p.int_shim;
+      len -= p.int_shim;
+    }
+    size_t tail = 0;
+    if (len >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_INT_ECHO)) {
+      uint8_t flags = 0;
+      REQUIRE(sroce_int_echo_parse(raw + len - SROCE_ICRC_LEN, len - SROCE_ICRC_LEN, &p.int_echo, &flags) ==
+              SROCE_INT_OK);
+      tail = sroce_int_echo_bytes(p.int_echo);
+    }
     // Lossy mode (docs/wire.md): the EXT bit announces a trailer before the ICRC.
-    p.cap = p.bytes.size() >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_CAP);
-    p.ext = p.bytes.size() >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_EXT);
-    const size_t plen = p.ext ? p.bytes.size() - SROCE_LEH_LEN : p.bytes.size();
+    p.cap = len >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_CAP);
+    p.ext = len >= SROCE_BTH_LEN && (raw[8] & SROCE_BTH8_SROCE_EXT);
+    const size_t plen = len - tail - (p.ext ? SROCE_LEH_LEN : 0);
     REQUIRE(sroce_parse(raw, plen, &pk) == SROCE_PARSE_OK);
     const uint8_t op5 = pk.bth.opcode & 0x1f;
     const bool read_resp = op5 >= SROCE_OP_READ_RESP_FIRST && op5 <= SROCE_OP_READ_RESP_ONLY;

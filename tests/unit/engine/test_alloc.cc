@@ -55,11 +55,11 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   cfg.lossy.lanes = 8;
   cfg.cc.enable = alg >= 0;
   if (alg >= 0) cfg.cc.config.algorithm = static_cast<cc::Algorithm>(alg);
-  cc::IntHop hops[2] = {{1, Time::zero(), 0, 0, 100'000'000'000, false},
-                        {2, Time::zero(), 0, 50'000, 100'000'000'000, true}};
+  // INT records two switches push on shimmed requests (proto/int.h).
+  sroce_int_hop hops[2] = {{1, 0, 100'000, 0, 0, 0}, {2, SROCE_INT_HOP_F_SB, 100'000, 50'000, 0, 0}};
   Pair p(QpOpts{.max_send_wr = 64, .max_recv_wr = 64}, {.mtu = Mtu::k512, .timeout = 6}, {}, cfg);
   // Preallocate everything the loop below uses.
-  std::vector<std::byte> buf(Engine::kMaxPacket);
+  std::vector<std::byte> buf(Engine::kMaxPacket + 2 * SROCE_INT_HOP_LEN);
   std::vector<Wc> wc(64);
   std::vector<Sge> one = {sge(p.a, 0, 3000)};
   std::vector<Sge> rsge = {sge(p.b, 0x10000, 4096)};
@@ -94,16 +94,20 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
         // a trimmed copy: headers only (lossy mode turns it into a request)
         PacketMeta m = tx->meta;
         m.trimmed = true;
-        p.b->on_packet(std::span(buf.data(), 16), m, now);
+        const bool shim = sroce_int_present(reinterpret_cast<const uint8_t*>(buf.data()), tx->len);
+        p.b->on_packet(std::span(buf.data(), 16 + (shim ? SROCE_INT_SHIM_LEN : 0)), m, now);
         ++packets;
       } else if (++packets % 17 != 0) {  // lose some requests: NAKs, timeouts, go-back-N
         PacketMeta m = tx->meta;
         if (packets % 5 == 0) m.traffic_class |= 3;  // CE: the responder sends CNPs
-        hops[0].ts = hops[1].ts = now;
+        hops[0].ts_ps = hops[1].ts_ps = static_cast<uint64_t>(now.ps);
         hops[0].tx_bytes += tx->len;
         hops[1].tx_bytes += tx->len;
-        m.int_hops = hops;  // INT for the echo
-        p.b->on_packet(std::span(buf.data(), tx->len), m, now);
+        size_t len = tx->len;  // INT for the echo, if the request has a shim
+        auto* raw = reinterpret_cast<uint8_t*>(buf.data());
+        if (sroce_int_present(raw, len))
+          for (const auto& h : hops) REQUIRE(sroce_int_push(raw, &len, buf.size(), &h) == 1);
+        p.b->on_packet(std::span(buf.data(), len), m, now);
       }
     }
     if (auto tx = p.b->poll_transmit(buf, now)) {

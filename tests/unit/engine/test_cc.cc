@@ -1,7 +1,7 @@
 // Congestion control in the engine (userspace/engine/src/congestion.cc;
 // docs/cc/README.md, "Integration"): the notification point turns CE marks
 // into CNPs, a CNP lowers the DCQCN rate, the window bounds what is in
-// flight, pacing spaces packets, INT rides back on ACKs, and with congestion
+// flight, pacing spaces packets, and with congestion
 // control off the engine does none of it.
 #include <algorithm>
 
@@ -150,42 +150,7 @@ TEST_CASE("cc: the HPCC window bounds the bytes in flight", "[cc]") {
   CHECK(q.w.count([](const WirePkt& pk) { return is_request(pk, 0); }) == 64);
 }
 
-TEST_CASE("cc: INT records of a request come back on the ACK and move HPCC", "[cc]") {
-  Pair p({}, {}, {}, cc_cfg(cc::Algorithm::kHpcc));
-  const uint64_t w0 = qstats(p.a, p.qa).cc_window_bytes;
-  // Two hops; the second has a deep queue (so HPCC must cut its window).
-  std::vector<cc::IntHop> hops(2);
-  Time t = Time::zero();
-  uint64_t tx = 0;
-  std::vector<WirePkt> acks;
-  p.w.filter = [&](const WirePkt& pk) {
-    if (pk.from == 1 && pk.op() == SROCE_OP_ACK) {
-      acks.push_back(pk);
-      return Verdict::kDeliver;
-    }
-    if (!is_request(pk, 0)) return Verdict::kDeliver;
-    t = t + Duration::nanos(100);
-    tx += 1100;
-    hops[0] = {1, t, tx, 0, 100'000'000'000, false};
-    hops[1] = {2, t, tx, 400'000, 100'000'000'000, false};
-    WirePkt m = pk;
-    m.meta.int_hops = hops;
-    p.w.deliver(m);
-    return Verdict::kDrop;
-  };
-  post_write(p, 32 * 1024, 1);
-  auto wc = wait_wc(p.w, p.a, 1);
-  REQUIRE(wc.size() == 1);
-  REQUIRE(!acks.empty());
-  // The echo is out of band: the ACK's bytes are a plain AETH ACK.
-  for (const auto& a : acks) {
-    CHECK(!a.ext);
-    REQUIRE(a.meta.int_echo.size() == 2);
-    CHECK(a.meta.int_echo[1].port_id == 2);
-    CHECK(a.meta.int_echo[1].qlen_bytes == 400'000);
-  }
-  CHECK(qstats(p.a, p.qa).cc_window_bytes < w0);
-}
+// INT on the wire (shim, hop records, echo): tests/unit/engine/test_int.cc.
 
 TEST_CASE("cc: off by default: no ECT, no CNP, CNPs dropped as before", "[cc]") {
   Pair p({}, {}, {}, plain_cfg());
@@ -202,7 +167,8 @@ TEST_CASE("cc: off by default: no ECT, no CNP, CNPs dropped as before", "[cc]") 
   CHECK(p.w.count(is_cnp) == 0);
   for (const auto& pk : p.w.log) {
     CHECK(pk.meta.traffic_class == 0);  // the AH's traffic class, untouched
-    CHECK(pk.meta.int_echo.empty());
+    CHECK(pk.int_shim == 0);
+    CHECK(pk.int_echo == 0);
   }
   const QpStats s = qstats(p.a, p.qa);
   CHECK(s.cc_rate_bps == 0);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 
 #include "fabric_fixture.h"
 #include "sroce/sim/histogram.h"
@@ -13,6 +14,15 @@ using namespace sroce::sim;
 using sroce::sim::test::ip;
 
 namespace {
+
+// Puts the empty INT shim an INT source sends in front of a packet
+// (proto/int.h): switches stamp only packets that carry one.
+size_t add_shim(std::span<std::byte> buf, size_t len) {
+  auto* raw = reinterpret_cast<uint8_t*>(buf.data());
+  std::memmove(raw + SROCE_INT_SHIM_LEN, raw, len);
+  sroce_int_shim_write(raw, SROCE_INT_MAX_HOPS);
+  return len + SROCE_INT_SHIM_LEN;
+}
 
 // n senders -> one switch -> one receiver. Sender links at `in_bps`, the
 // switch's port toward the receiver at `out_bps`.
@@ -51,10 +61,11 @@ struct Star {
     return m;
   }
   // `count` UD SENDs of `payload` bytes from sender i, all queued now.
-  void burst(uint32_t i, uint32_t count, uint32_t payload, uint8_t tc = 0) {
+  void burst(uint32_t i, uint32_t count, uint32_t payload, uint8_t tc = 0, bool shim = false) {
     std::array<std::byte, 4200> buf;
     for (uint32_t k = 0; k < count; ++k) {
-      const size_t len = make_ud_send(buf, meta(i, tc), 0x11, k, payload, static_cast<uint8_t>(k));
+      size_t len = make_ud_send(buf, meta(i, tc), 0x11, k, payload, static_cast<uint8_t>(k));
+      if (shim) len = add_shim(buf, len);
       REQUIRE(tx[i]->send(std::span<const std::byte>(buf.data(), len), meta(i, tc), sim.now()));
     }
   }
@@ -199,7 +210,7 @@ TEST_CASE("ECN RED in the fabric: no marks below Kmin, all above Kmax, ECT only,
     cfg.ecn.kmax_bytes = kmax;
     cfg.ecn.pmax = pmax;
     auto s = std::make_unique<Star>(1, cfg);
-    s->burst(0, n, 1024, tc);
+    s->burst(0, n, 1024, tc, /*shim=*/true);
     s->sim.run();
     uint64_t marked = 0;
     double expect = 0;
@@ -303,15 +314,24 @@ TEST_CASE("INT: one record per switch hop; shared-buffer flag above its level",
   m.dst = e2.addr();
   std::array<std::byte, 4200> buf;
   for (uint32_t k = 0; k < 40; ++k) {
-    const size_t len = make_ud_send(buf, m, 1, k, 1024, 0);
+    const size_t len = add_shim(buf, make_ud_send(buf, m, 1, k, 1024, 0));
     e1.send(std::span<const std::byte>(buf.data(), len), m, sim.now());
   }
+  // A packet without a shim (a plain RoCEv2 sender) crosses unchanged.
+  const size_t plain = make_ud_send(buf, m, 1, 40, 1024, 0);
+  const std::vector<std::byte> plain_bytes(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(plain));
+  e1.send(std::span<const std::byte>(buf.data(), plain), m, sim.now());
   sim.run();
-  const auto& arr = e2.arrivals();
-  REQUIRE(arr.size() == 40);
+  auto arr = e2.arrivals();
+  REQUIRE(arr.size() == 41);
+  CHECK(arr.back().int_count == 0);
+  CHECK(arr.back().payload == plain_bytes);
+  arr.pop_back();
   bool any_flag = false;
   for (const auto& a : arr) {
     REQUIRE(a.int_count == 2);
+    // In the bytes: the shim and two 24-byte records in front of the BTH.
+    CHECK(a.payload.size() == SROCE_INT_SHIM_LEN + 2 * SROCE_INT_HOP_LEN + 12 + 8 + 1024 + 4);
     CHECK(a.int_hops[0].port_id == (s1.id() << 16 | s1s2->port_index()));
     CHECK(a.int_hops[1].port_id == (s2.id() << 16 | s2e2->port_index()));
     CHECK(a.int_hops[0].ts < a.int_hops[1].ts);
@@ -319,9 +339,13 @@ TEST_CASE("INT: one record per switch hop; shared-buffer flag above its level",
     CHECK(a.int_hops[0].link_bps == 100'000'000'000ull);
     any_flag = any_flag || a.sb_flag;
   }
-  // tx_bytes is cumulative per port and includes the packet: the last one
-  // through s1->s2 saw all 40 frames.
-  CHECK(arr.back().int_hops[0].tx_bytes == s1s2->stats().tx_wire_bytes);
+  // tx_bytes is cumulative per port and includes the packet (with its own
+  // record): the last stamped one through s1->s2 saw all 40 frames, and
+  // the plain frame after it is the rest.
+  Packet q;
+  q.meta = m;
+  q.len = static_cast<uint32_t>(plain);
+  CHECK(arr.back().int_hops[0].tx_bytes + Link::wire_bytes(q) == s1s2->stats().tx_wire_bytes);
   CHECK(arr.front().int_hops[0].qlen_bytes == 0);
   CHECK(arr[20].int_hops[0].qlen_bytes > 0);
   // s1's queue reached ~ 3/4 x 40 frames = 31 KB > 25 % of 64 KiB.

@@ -5,11 +5,12 @@
 // window and rate. With EngineConfig::cc.enable false every hook returns at
 // once and the engine's packets are the same as without this file.
 //
-// Per QP, not per lane: a lane's path is chosen by lossy.cc and a QP's
-// packets are sprayed over them; a CNP names a QP, not a path (Annex
-// A17.9.3). One controller per QP sees the aggregate of its lanes (the
-// HPCC/Odin INT estimator follows the path of each ACK; docs/cc/README.md
-// says what that costs).
+// Per QP: a lane's path is chosen by lossy.cc and a QP's packets are sprayed
+// over them; a CNP names a QP, not a path (Annex A17.9.3). One controller
+// per QP sees the aggregate of its lanes. With CcEngineConfig::per_lane each
+// lane of a lossy QP also has its own controller, fed by the lane's CE
+// echoes, RTT samples, INT echo and losses; the lane picker skips a lane its
+// controller holds (docs/cc/README.md, "Per lane").
 #pragma once
 
 #include <array>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "proto/int.h"
 #include "sroce/cc/cc.h"
 #include "sroce/engine/engine.h"
 
@@ -75,6 +77,13 @@ struct CcSent {
   uint8_t retx = 0;
 };
 
+// One lane's controller (CcEngineConfig::per_lane, lossy mode).
+struct CcLane {
+  CcSlot ctl;
+  cc::Pacer pacer;
+  uint64_t inflight = 0;  // payload bytes sent on the lane, not yet acknowledged
+};
+
 // Per-QP congestion-control state (Qp::cc).
 struct CcQp {
   CcSlot ctl;  // requester: started at RTS, stopped at reset/error/destroy
@@ -84,9 +93,21 @@ struct CcQp {
   // Responder: the notification point and its pending CNP.
   cc::DcqcnNotificationPoint np{cc::DcqcnConfig{}};
   bool cnp_pending = false;
-  // Responder: INT records of the newest data packet (echoed on ACKs).
-  std::array<cc::IntHop, cc::kMaxHops> echo{};
+  // INT on the wire (proto/int.h, docs/wire.md "INT"). Requester: the peer
+  // QP offered it (ICAP): requests carry a shim. Responder: the peer sent a
+  // shim (it parses echoes); the raw hop records of the newest request that
+  // carried any, echoed on every ACK.
+  bool int_peer = false;
+  bool int_echo_ok = false;
   uint8_t echo_n = 0;
+  uint8_t echo_flags = 0;
+  std::array<uint8_t, SROCE_INT_MAX_HOPS * SROCE_INT_HOP_LEN> echo{};
+  // Requester: the last echo, widened (48-bit wire counters -> 64 bits per
+  // hop), first hop first; the reference for the next one.
+  std::array<cc::IntHop, cc::kMaxHops> int_last{};
+  uint8_t int_last_n = 0;
+  // Per-lane controllers (sized at create_qp when per_lane is on).
+  std::vector<CcLane> lanes;
   // Requester: one entry per recent PSN (ring sized at create_qp).
   std::vector<CcSent> sent;
   uint32_t sent_mask = 0;
@@ -94,19 +115,38 @@ struct CcQp {
 
 // Engine-wide part (Engine::Impl::cc_): the NIC-level view of all flows of
 // this engine (one engine per NIC port in sroced) and the packet being
-// received (for INT echo and hop counts while on_packet runs).
+// received (its INT shim or echo and hop count while on_packet runs).
 struct CcEngine {
   explicit CcEngine(const EngineConfig& cfg);
-  bool on = false;  // EngineConfig::cc.enable
-  bool np = false;  // ... and notification_point
+  bool on = false;   // EngineConfig::cc.enable
+  bool np = false;   // ... and notification_point
+  bool intw = false; // ... and INT on the wire (int_telemetry, an INT-reading algorithm)
   std::unique_ptr<cc::NicState> nic;
   const PacketMeta* rx = nullptr;
+  // The received packet's INT shim records (raw, newest first) ...
+  const uint8_t* rx_shim = nullptr;
+  uint8_t rx_shim_n = 0;
+  uint8_t rx_shim_flags = 0;
+  // ... or its INT echo, decoded (first hop first, 48-bit counters).
+  std::array<cc::IntHop, cc::kMaxHops> rx_echo{};
+  uint8_t rx_echo_n = 0;
+  bool rx_echo_widened = false;
+  bool rx_echo_lane_fed = false;
+  bool rx_has_shim = false;
 };
 
 // Sets CcEngine::rx for the duration of one on_packet.
 class CcRxScope {
  public:
-  CcRxScope(CcEngine& c, const PacketMeta& m) : c_(c) { c_.rx = &m; }
+  CcRxScope(CcEngine& c, const PacketMeta& m) : c_(c) {
+    c_.rx = &m;
+    c_.rx_has_shim = false;
+    c_.rx_shim = nullptr;
+    c_.rx_shim_n = 0;
+    c_.rx_echo_n = 0;
+    c_.rx_echo_widened = false;
+    c_.rx_echo_lane_fed = false;
+  }
   ~CcRxScope() { c_.rx = nullptr; }
   CcRxScope(const CcRxScope&) = delete;
   CcRxScope& operator=(const CcRxScope&) = delete;
@@ -133,6 +173,22 @@ bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp);
 // controllers need feedback for every packet (HPCC acknowledges each packet;
 // a window smaller than the responder's coalescing would otherwise stall).
 bool cc_want_ack(Engine::Impl& e, Qp& qp);
+// BTH byte 8 bits a request or ACK of this QP carries: ICAP (INT offered).
+uint8_t cc_bth_bits(const Engine::Impl& e, const Qp& qp);
+// poll_transmit, after a request of `n` bytes was built in `buf` (room for
+// `cap`): put the INT shim in front once the peer offered INT. Returns the
+// new length.
+size_t cc_add_shim(Engine::Impl& e, Qp& qp, uint8_t* buf, size_t n, size_t cap);
+// on_packet, first: a UDP payload that starts with an INT shim. Checks it
+// (false: malformed, drop) and returns in `skip` the bytes in front of the
+// BTH. `trimmed`: the fabric cut the packet (no ICRC behind the headers).
+bool cc_rx_shim(Engine::Impl& e, const uint8_t* buf, size_t len, bool trimmed, size_t& skip);
+// on_packet, before parsing: the INT echo trailer of a packet with IECHO.
+// False: malformed (drop); else `tail` = its bytes before the ICRC.
+bool cc_rx_echo(Engine::Impl& e, const uint8_t* buf, size_t len, size_t& tail);
+// on_packet, the QP known: the peer's BTH bits (ICAP). False: the packet
+// carries INT that this QP never offered (drop).
+bool cc_rx_check(Engine::Impl& e, Qp& qp, const uint8_t* bth, bool is_ack);
 // A request packet was built (new or resent): ECT(0), pacer, on_send, RTT ring.
 void cc_on_sent(Engine::Impl& e, Qp& qp, uint32_t psn, uint32_t payload, size_t len, bool resend,
                 PacketMeta& meta, Time now);
@@ -144,13 +200,31 @@ void cc_on_drained(Engine::Impl& e, Qp& qp, Time now);
 void cc_on_request(Engine::Impl& e, Qp& qp, const PacketMeta& meta, Time now);
 // poll_transmit, responder list: a pending CNP (0 if none).
 size_t cc_build_cnp(Engine::Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta);
-// A response was built: an ACK carries the INT echo (out of band).
-void cc_on_response_built(Engine::Impl& e, Qp& qp, const uint8_t* pkt, PacketMeta& meta);
+// A response of `n` bytes was built in `pkt`: an ACK to a peer that sent INT
+// shims gets the echo trailer (ICRC recomputed). Returns the new length.
+size_t cc_on_response_built(Engine::Impl& e, Qp& qp, uint8_t* pkt, size_t n, const PacketMeta& meta);
 // A CNP arrived (after the ICRC check). False: not ours to take (then dropped).
 bool cc_on_cnp(Engine::Impl& e, const sroce_pkt& pkt, Time now);
 // The completer moved acked_psn from `before`: on_ack (and on_idle).
 void cc_on_acked(Engine::Impl& e, Qp& qp, uint32_t before, Time now);
 void cc_on_loss(Engine::Impl& e, Qp& qp, cc::LossKind kind, Time now);
+// ---- per-lane controllers (CcEngineConfig::per_lane; lossy mode)
+// The lane picker: may this lane take a new packet now (window, pacing)?
+bool cc_lane_allows(Engine::Impl& e, const Qp& qp, uint8_t lane, Time now);
+// A request went out on `lane` (after lossy_on_sent).
+void cc_lane_sent(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, uint32_t payload, size_t len,
+                  bool resend, Time now);
+// An ACK newly covered `psn`, sent on `lane`; `rtt` its sample (0: none),
+// `echo_lane` the lane the ACK's INT echo belongs to.
+void cc_lane_acked(Engine::Impl& e, Qp& qp, uint8_t lane, uint32_t psn, Duration rtt, uint8_t echo_lane,
+                   Time now);
+// The largest queueing delay (qlen / link rate) a hop of the received ACK's
+// INT echo reports; zero without an echo (lane weights, docs/lossy.md).
+Duration cc_echo_queue_delay(const Engine::Impl& e);
+// The receiver reported CE marks on `lane` / asked for a PSN of `lane` again.
+void cc_lane_ce(Engine::Impl& e, Qp& qp, uint8_t lane, Time now);
+void cc_lane_loss(Engine::Impl& e, Qp& qp, uint8_t lane, Time now);
+
 // Timers: the pacing hold, the controller's and the NP's timers.
 Time cc_deadline(const Qp& qp);
 void cc_on_timer(Engine::Impl& e, Qp& qp, Time now);

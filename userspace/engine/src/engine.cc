@@ -62,6 +62,7 @@ const char* to_string(RxDropReason r) {
       "length",
       "access",
       "invalid",
+      "bad_int",
   };
   static_assert(std::size(kNames) == kRxDropCount);
   const auto i = static_cast<size_t>(r);

@@ -267,7 +267,8 @@ uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
     int best = -1;
     for (uint16_t i = 0; i < l.nlanes; ++i) {
       LaneTx& t = l.lanes[i];
-      if (!t.active) continue;
+      // A lane whose own controller holds it sits this round out.
+      if (!t.active || (!resend && !cc_lane_allows(*this, qp, static_cast<uint8_t>(i), now))) continue;
       t.swrr += static_cast<int32_t>(t.weight);
       total += static_cast<int32_t>(t.weight);
       if (best < 0 || t.swrr > l.lanes[best].swrr) best = i;
@@ -275,6 +276,13 @@ uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
     if (best >= 0) {
       l.lanes[best].swrr -= total;
       return static_cast<uint8_t>(best);
+    }
+  }
+  for (uint16_t k = 0; k < l.nlanes; ++k) {
+    const uint16_t i = static_cast<uint16_t>((l.next_lane + k) % l.nlanes);
+    if (l.lanes[i].active && (resend || cc_lane_allows(*this, qp, static_cast<uint8_t>(i), now))) {
+      l.next_lane = static_cast<uint16_t>((i + 1) % l.nlanes);
+      return static_cast<uint8_t>(i);
     }
   }
   for (uint16_t k = 0; k < l.nlanes; ++k) {
@@ -395,6 +403,17 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     LaneTx& ct = l.lanes[leh.ce_lane];
     ct.ce += leh.ce_count;
     if (weights && ct.active) weight_cut(l, ct, now);
+    cc_lane_ce(*this, qp, leh.ce_lane, now);  // per-lane controller (congestion.h)
+  }
+  // INT (docs/lossy.md, lane weights): a hop of the echo lane's path holds a
+  // queue worth more than the delay target: cut that lane like a CE echo
+  // (the ACK's echo is of the newest request, sent on echo_lane).
+  if (weights && cfg_.lossy.lane_int && leh.echo_lane < l.nlanes) {
+    LaneTx& it = l.lanes[leh.echo_lane];
+    if (it.active && cc_echo_queue_delay(*this) > cfg_.lossy.lane_delay_target) {
+      ++it.int_high;
+      weight_cut(l, it, now);
+    }
   }
   if (leh.dup_total > l.peer_dups) {
     qp.stats.spurious_retransmits += leh.dup_total - l.peer_dups;
@@ -423,7 +442,8 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
   const uint32_t cum = pkt.bth.psn & kPsnMask;
   // Per-lane RTT: every PSN this ACK newly covers (cumulatively or by SACK)
   // that was sent once gives its lane a sample.
-  auto lane_sample = [&](TxSlot& t) {
+  // Returns the RTT sample it took (0: none).
+  auto lane_sample = [&](TxSlot& t) -> int64_t {
     LaneTx& pl = l.lanes[t.lane % kMaxLanes];
     if (pl.probe_out && pl.probe_psn == t.psn && !t.retx) {
       // The probe arrived: the lane is back (docs/lossy.md, lane health).
@@ -436,24 +456,32 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
       pl.swrr = 0;
       pl.win_n = 0;
     }
-    if (!t.rtt_armed || now < t.sent) return;
+    if (!t.rtt_armed || now < t.sent) return 0;
     // Only PSNs the previous ACK could have reported (within its SACK
     // bitmap) arrived since it: beyond it, a PSN that arrived long ago shows
     // up only now that the cumulative point came near, and its sample would
     // hold the wait for a hole on another lane.
     if (psn_diff(t.psn, qp.acked_psn) > static_cast<int32_t>(kSackBits)) {
       t.rtt_armed = false;
-      return;
+      return 0;
     }
     const int64_t r = (now - t.sent).ps;
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
     lt.srtt_ps = lt.srtt_ps == 0 ? r : (7 * lt.srtt_ps + r) / 8;
     t.rtt_armed = false;
     if (weights && lt.active) weight_delay_sample(cfg_, l, lt, r, now);
+    return r;
+  };
+  // Per-lane controllers (congestion.h): each PSN newly acknowledged, once.
+  auto lane_acked = [&](TxSlot& t, bool was_sacked) {
+    const int64_t r = lane_sample(t);
+    if (!was_sacked)
+      cc_lane_acked(*this, qp, static_cast<uint8_t>(t.lane % kMaxLanes), t.psn, Duration::picos(r), leh.echo_lane,
+                    now);
   };
   for (uint32_t q = psn_add(qp.acked_psn, 1); psn_diff(q, cum) <= 0; q = psn_add(q, 1)) {
     TxSlot& t = slot(qp, q);
-    if (t.valid && t.psn == q) lane_sample(t);
+    if (t.valid && t.psn == q) lane_acked(t, t.sacked);
     if (psn_diff(q, qp.acked_psn) >= static_cast<int32_t>(kLossyWindow)) break;
   }
   bool any = false;
@@ -463,7 +491,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     TxSlot& t = slot(qp, q);
     if (!t.valid || t.psn != q) continue;
     if ((leh.sack >> i) & 1) {
-      lane_sample(t);
+      lane_acked(t, t.sacked);
       if (!t.sacked) l.rto_backoff = 0;  // progress: the peer is alive
       t.sacked = true;
       if (t.pending) {
@@ -478,6 +506,7 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     any = true;
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
     ++lt.naks;
+    cc_lane_loss(*this, qp, static_cast<uint8_t>(t.lane % kMaxLanes), now);
     if (!lt.active) continue;  // a probe: lossy_on_sent sees it fail when resent
     lt.score += kLossPenalty;
     if (weights) {
@@ -596,6 +625,11 @@ size_t Engine::Impl::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
     o.weight = l.lanes[i].weight;
     o.ce_echoed = l.lanes[i].ce;
     o.weight_cuts = l.lanes[i].cuts;
+    o.int_high = l.lanes[i].int_high;
+    if (i < qp.cc.lanes.size() && qp.cc.lanes[i].ctl) {
+      o.cc_rate_bps = qp.cc.lanes[i].ctl->rate_bps();
+      o.cc_window_bytes = qp.cc.lanes[i].ctl->window_bytes();
+    }
   }
   return n;
 }

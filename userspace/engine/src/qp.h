@@ -168,6 +168,7 @@ struct LaneTx {
   int64_t win_min_ps = 0;    // minimum RTT sample of the current window
   uint32_t win_n = 0;        // samples in it
   uint64_t ce = 0, cuts = 0;
+  uint64_t int_high = 0;  // INT echoes of this lane that showed a queue above the delay target
 };
 
 // READ responses in lossy mode (lossy_read.cc): the responder's per-lane

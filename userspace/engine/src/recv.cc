@@ -67,26 +67,40 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
   ++stats_.rx_packets;
   CcRxScope cc_scope(cc_, meta);
   const auto* buf = reinterpret_cast<const uint8_t*>(payload.data());
-  const size_t len = payload.size();
+  size_t len = payload.size();
   auto drop = [&](RxDropReason r, Qp* qp) {
     ++stats_.rx_dropped;
     ++stats_.rx_drop_reason[r];
     if (qp) ++qp->stats.rx_dropped;
   };
 
+  // docs/wire.md, "INT": an INT shim in front of the BTH (outside the
+  // ICRC; congestion.h) is checked and stripped first.
+  if (sroce_int_present(buf, len)) {
+    size_t skip = 0;
+    if (!cc_rx_shim(*this, buf, len, meta.trimmed, skip)) return drop(kRxDropBadInt, nullptr);
+    buf += skip;
+    len -= skip;
+  }
+
   // A trimmed packet (DCP): its payload and ICRC are gone; only the BTH is
   // trusted enough to name the QP and the PSN to ask for again.
   if (meta.trimmed) return on_trimmed(*this, buf, len, now, drop);
 
+  // docs/wire.md, INT echo: the IECHO bit says an echo trailer sits right
+  // before the ICRC (after the lossy trailer).
+  size_t tail = 0;
+  if (len >= SROCE_BTH_LEN && (buf[8] & SROCE_BTH8_INT_ECHO) != 0 && !cc_rx_echo(*this, buf, len, tail))
+    return drop(kRxDropBadInt, nullptr);
   // docs/wire.md, lossy mode: the EXT bit of BTH byte 8 says a trailer sits
   // before the ICRC; the standard parser sees the packet without it.
-  const bool ext = len >= SROCE_BTH_LEN + SROCE_LEH_LEN + SROCE_ICRC_LEN &&
+  const bool ext = len >= SROCE_BTH_LEN + SROCE_LEH_LEN + SROCE_ICRC_LEN + tail &&
                    (buf[8] & SROCE_BTH8_SROCE_EXT) != 0;
-  const size_t plen = ext ? len - SROCE_LEH_LEN : len;
+  const size_t plen = len - tail - (ext ? SROCE_LEH_LEN : 0);
   sroce_pkt pkt;
   const sroce_parse_err pe = sroce_parse(buf, plen, &pkt);
   if (pe != SROCE_PARSE_OK) return drop(static_cast<RxDropReason>(pe), nullptr);
-  if (ext) pkt.icrc = sroce_icrc_get(buf + len - SROCE_ICRC_LEN);
+  if (plen != len) pkt.icrc = sroce_icrc_get(buf + len - SROCE_ICRC_LEN);
 
   if (!cfg_.icrc_offload) {
     sroce_icrc_addr a;
@@ -129,6 +143,8 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
     }
   }
   if (ext && (!qp.is_rc() || !qp.lossy.offer)) return drop(kRxDropInvalid, &qp);
+  // INT negotiation (congestion.h): the peer's ICAP; INT only where offered.
+  if (!cc_rx_check(*this, qp, buf, (pkt.bth.opcode & 0x1f) == SROCE_OP_ACK)) return drop(kRxDropInvalid, &qp);
 
   ++qp.stats.rx_packets;
   qp.stats.rx_bytes += len;

@@ -272,6 +272,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   sroce_bth_write(out, &bth);
   const size_t hdr = static_cast<size_t>(h - out);
   if (rc && qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;  // docs/wire.md: lossy offer
+  out[8] |= cc_bth_bits(*this, qp);                          // docs/wire.md: INT offer
 
   if (qp.is_ud()) {
     meta.src = gids_[w.ud.sgid_index < gids_.size() ? w.ud.sgid_index : 0];
@@ -316,7 +317,10 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
       meta.traffic_class = static_cast<uint8_t>((meta.traffic_class & ~3u) | 2u);
   }
   const size_t len = finish_packet(out, hdr, payload, meta, lossy ? trailer : nullptr);
-  if (lossy) lossy_on_sent(qp, bth.psn, lane, resend, now);
+  if (lossy) {
+    lossy_on_sent(qp, bth.psn, lane, resend, now);
+    cc_lane_sent(*this, qp, lane, bth.psn, payload, len, resend, now);  // per-lane controller
+  }
   if (rc) cc_on_sent(*this, qp, bth.psn, payload, len, resend, meta, now);
 
   if (rc) {

@@ -67,6 +67,7 @@ size_t build_ack(Impl& e, Qp& qp, uint8_t* out, PacketMeta& meta) {
   bth.psn = qp.ack_psn;
   sroce_bth_write(out, &bth);
   if (qp.lossy.offer) out[8] |= SROCE_BTH8_SROCE_CAP;
+  out[8] |= cc_bth_bits(e, qp);  // docs/wire.md: INT offer
   const sroce_aeth a{qp.ack_syndrome, qp.ack_msn & kPsnMask};
   sroce_aeth_write(out + SROCE_BTH_LEN, &a);
   if (is_ack) ++qp.stats.acks_sent;

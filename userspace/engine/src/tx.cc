@@ -128,7 +128,7 @@ void Engine::Impl::unsched(Qp& qp) {
 
 std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Time now) {
   last_now_ = now;
-  if (out.size() < mtu_max_ + 64) return std::nullopt;
+  if (out.size() < mtu_max_ + 64 + (cc_.intw ? SROCE_INT_SHIM_LEN : 0)) return std::nullopt;
   auto* buf = reinterpret_cast<uint8_t*>(out.data());
   TxPacket tx;
   tx.send_at = now;
@@ -138,7 +138,7 @@ std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Ti
     size_t n = cc_build_cnp(*this, qp, buf, tx.meta);  // congestion.h: a CNP first
     if (n == 0) {
       n = resp_build(qp, buf, tx.meta);
-      if (n != 0) cc_on_response_built(*this, qp, buf, tx.meta);
+      if (n != 0) n = cc_on_response_built(*this, qp, buf, n, tx.meta);  // INT echo
     }
     if (n == 0) continue;
     if (qp.resp_has_output() || (qp.ack_pending && qp.ack_final)) sched_resp(qp);
@@ -152,8 +152,9 @@ std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Ti
     Qp& qp = qps_[req_head_];
     unlink_req(*this, qp);
     if (!cc_may_send(*this, qp, now)) continue;  // window or pacing (congestion.h)
-    const size_t n = req_build(qp, buf, tx.meta, now);
+    size_t n = req_build(qp, buf, tx.meta, now);
     if (n == 0) continue;
+    n = cc_add_shim(*this, qp, buf, n, out.size());  // INT shim (congestion.h)
     sched_req(qp);  // round-robin: back to the tail while it has work
     ++stats_.tx_packets;
     ++qp.stats.tx_packets;

@@ -70,17 +70,9 @@ void Host::receive(PacketId pkt, Link&, Time now) {
   if ((p.meta.traffic_class & 3) == 3) ++stats_.rx_ecn_ce;
   if (p.trimmed) ++stats_.rx_trimmed;
   if (p.sb_flag) ++stats_.rx_sb_flag;
-  if (p.int_count != 0) ++stats_.rx_int;
+  if (sroce_int_present(p.bytes(), p.len) && p.len > 4 && p.bytes()[4] != 0) ++stats_.rx_int;
   if (on_rx_) on_rx_(*this, p, now);
-  if (p.int_count != 0 || p.int_echo_count != 0) {
-    // INT out of band (docs/wire.md, "INT echo"): the records beside the bytes.
-    PacketMeta m = p.meta;
-    m.int_hops = std::span<const IntHop>(p.int_hops.data(), p.int_count);
-    m.int_echo = std::span<const IntHop>(p.int_echo.data(), p.int_echo_count);
-    engine_->on_packet(p.payload(), m, now);
-  } else {
-    engine_->on_packet(p.payload(), p.meta, now);
-  }
+  engine_->on_packet(p.payload(), p.meta, now);  // INT is in the bytes (docs/wire.md)
   pool.free(pkt);
   pump(now);
 }
@@ -134,20 +126,15 @@ void Host::transmit(Time now) {
     }
     const PacketId id = pool.alloc();
     Packet& p = pool[id];
-    const auto tx = engine_->poll_transmit(std::span<std::byte>(p.data), now);
+    // The engine writes at most kMaxPacket; the rest of the slot is room for
+    // the hop records switches push (proto/int.h).
+    const auto tx = engine_->poll_transmit(std::span<std::byte>(p.data.data(), Engine::kMaxPacket), now);
     if (!tx) {
       pool.free(id);
       break;
     }
     p.len = static_cast<uint32_t>(std::min<size_t>(tx->len, p.data.size()));
     p.meta = tx->meta;
-    if (!tx->meta.int_echo.empty()) {
-      const size_t n = std::min<size_t>(tx->meta.int_echo.size(), kMaxIntHops);
-      std::copy_n(tx->meta.int_echo.begin(), n, p.int_echo.begin());
-      p.int_echo_count = static_cast<uint8_t>(n);
-    }
-    p.meta.int_hops = {};  // spans into the engine: valid only during the call
-    p.meta.int_echo = {};
     if (tx->send_at > now) {
       // Pacing: the frame leaves at send_at; nothing behind it may pass it.
       held_ = id;

@@ -16,15 +16,14 @@ void Endpoint::receive(PacketId pkt, Link& from, Time now) {
   Arrival a{now, p.serial, p.meta, {}, p.corrupted, p.duplicate, from.id()};
   a.trimmed = p.trimmed;
   a.sb_flag = p.sb_flag;
-  a.int_count = p.int_count;
-  a.int_hops = p.int_hops;
+  a.int_count = int_hops_of(p, a.int_hops);
   if (keep_payloads) a.payload.assign(p.data.begin(), p.data.begin() + p.len);
   arrivals_.push_back(std::move(a));
   pool.free(pkt);
 }
 
 bool Endpoint::send(std::span<const std::byte> payload, const PacketMeta& meta, Time now) {
-  if (out_links().empty() || payload.size() > Engine::kMaxPacket) return false;
+  if (out_links().empty() || payload.size() > kMaxPacketBytes) return false;
   auto& pool = net_.pool();
   const PacketId id = pool.alloc();
   Packet& p = pool[id];

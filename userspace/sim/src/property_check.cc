@@ -169,6 +169,7 @@ void Case::run() {
     const EngineStats& es = h.engine().stats();
     uint64_t parse_drops = 0;
     for (int r = kRxDropParseShort; r <= kRxDropParseBadLength; ++r) parse_drops += es.rx_drop_reason[r];
+    parse_drops += es.rx_drop_reason[kRxDropBadInt];  // a flipped bit can look like a bad INT shim/echo
     if (es.rx_bad_icrc + parse_drops != h.stats().rx_corrupted)
       fail("side" + std::to_string(s) + ": " + std::to_string(h.stats().rx_corrupted) +
            " corrupted frames delivered but " + std::to_string(es.rx_bad_icrc) + " ICRC and " +

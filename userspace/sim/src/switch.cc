@@ -99,19 +99,32 @@ void Switch::receive(PacketId pkt, Link& from, Time now) {
   if (!out->enqueue(pkt, now)) ++stats_.egress_drops;
 }
 
+namespace {
+// Bytes of the INT shim in front of the BTH (proto/int.h), 0 if none.
+uint32_t shim_bytes(const Packet& p) {
+  sroce_int_shim s{};
+  if (!sroce_int_present(p.bytes(), p.len) || sroce_int_shim_parse(p.bytes(), p.len, &s) != SROCE_INT_OK)
+    return 0;
+  return static_cast<uint32_t>(sroce_int_shim_bytes(&s));
+}
+}  // namespace
+
 bool Switch::is_control(const Packet& p) {
   if (p.len == 0) return true;
-  const struct sroce_opinfo* info = sroce_opinfo(static_cast<uint8_t>(p.data[0]));
+  const uint32_t off = shim_bytes(p);
+  const struct sroce_opinfo* info = sroce_opinfo(p.bytes()[off]);
   return info->name == nullptr || (info->flags & SROCE_HAS_PAYLOAD) == 0;
 }
 
 bool Switch::trim_packet(Packet& p, uint32_t keep_bytes) {
   if (p.len == 0) return false;
-  const struct sroce_opinfo* info = sroce_opinfo(static_cast<uint8_t>(p.data[0]));
+  const uint32_t off = shim_bytes(p);
+  const struct sroce_opinfo* info = sroce_opinfo(p.bytes()[off]);
   if (info->name == nullptr || (info->flags & SROCE_HAS_PAYLOAD) == 0) return false;
   // BTH and every extension header the opcode carries survive (RETH: the
-  // receiver learns the address and length of what it lost).
-  const uint32_t keep = std::max<uint32_t>(info->hdr_len, keep_bytes);
+  // receiver learns the address and length of what it lost), behind the
+  // INT shim if there is one.
+  const uint32_t keep = off + std::max<uint32_t>(info->hdr_len, keep_bytes);
   if (p.len <= keep) return false;
   p.len = keep;
   p.trimmed = true;
@@ -192,17 +205,27 @@ void Switch::dequeued(Link& link, Packet& p, Time now) {
     ++stats_.ecn_marked;
     ++link.stats_mut().ecn_marked;
   }
-  if (cfg_.int_stamp && p.int_count < kMaxIntHops) {
-    IntHop& h = p.int_hops[p.int_count++];
-    h.port_id = id() << 16 | link.port_index();
-    h.ts = now;
-    h.tx_bytes = link.stats().tx_wire_bytes + Link::wire_bytes(p);
-    h.qlen_bytes = static_cast<uint32_t>(std::min<uint64_t>(q, UINT32_MAX));
-    h.link_bps = link.config().rate_bps;
-    h.buffer_flag = cfg_.sb_flag_fraction > 0 &&
-                    static_cast<double>(stats_.buffer_bytes) >
-                        cfg_.sb_flag_fraction * static_cast<double>(cfg_.buffer_bytes);
-    ++stats_.int_stamped;
+  // INT (proto/int.h): push this egress port's record on the packet's shim,
+  // if it has one (an engine whose peer agreed to INT sent it); a packet
+  // without a shim is left as it is.
+  if (cfg_.int_stamp && sroce_int_present(p.bytes(), p.len)) {
+    sroce_int_hop h{};
+    h.node_port = id() << 16 | link.port_index();
+    h.flags = cfg_.sb_flag_fraction > 0 &&
+                      static_cast<double>(stats_.buffer_bytes) >
+                          cfg_.sb_flag_fraction * static_cast<double>(cfg_.buffer_bytes)
+                  ? SROCE_INT_HOP_F_SB
+                  : 0;
+    h.link_mbps = static_cast<uint32_t>(std::min<uint64_t>(link.config().rate_bps / 1'000'000, 0xffffff));
+    h.qlen = static_cast<uint32_t>(std::min<uint64_t>(q, UINT32_MAX));
+    h.ts_ps = static_cast<uint64_t>(now.ps);
+    // The record counts itself: the link sends the longer packet.
+    h.tx_bytes = link.stats().tx_wire_bytes + Link::wire_bytes(p) + SROCE_INT_HOP_LEN;
+    size_t len = p.len;
+    if (sroce_int_push(p.bytes(), &len, p.data.size(), &h) == 1) {
+      p.len = static_cast<uint32_t>(len);
+      ++stats_.int_stamped;
+    }
   }
 }
 

@@ -124,6 +124,14 @@ PairResult run_pair(const PairRun& cfg) {
   // measures its cost); the data are still copied and verified.
   hc.engine.icrc_offload = true;
   hc.engine.lossy = cfg.lossy;
+  if (cfg.int_telemetry) {
+    lc.sw.mmu = true;  // INT is stamped at the MMU's egress dequeue
+    lc.sw.int_stamp = true;
+    hc.engine.cc.enable = true;
+    hc.engine.cc.config.algorithm = cc::Algorithm::kDelay;
+    hc.engine.cc.line_rate_bps = cfg.rate_bps;
+    hc.engine.cc.notification_point = false;
+  }
   hc.arena_bytes = cfg.bytes + (8u << 20);
   LeafSpine fab = build_leaf_spine(net, lc, hc);
 

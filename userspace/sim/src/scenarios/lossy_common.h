@@ -29,6 +29,7 @@ struct PairRun {
   Mtu mtu = Mtu::k4096;
   uint8_t timeout = 8;                       // IBA local ACK timeout exponent (4.096 us * 2^t)
   LossyConfig lossy;
+  bool int_telemetry = false;                // INT stamping + the delay controller (reads INT)
   Duration sample = Duration::micros(10);    // timeline bin
   Duration limit = Duration::millis(2000);
   uint64_t seed = 1;

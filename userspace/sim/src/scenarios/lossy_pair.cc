@@ -57,6 +57,10 @@ PairRun base_run(const ScenarioOptions& opt, uint64_t bytes, uint32_t msg, uint3
   r.lossy.lane_weights = opt.param_u64("lane_weights", 1) != 0;
   r.lossy.lane_delay_target =
       Duration::micros(static_cast<int64_t>(opt.param_u64("lane_delay_target_us", 25)));
+  r.lossy.lane_int = opt.param_u64("lane_int", 1) != 0;
+  // int=1: switches stamp INT (shared-buffer MMU) and the hosts run the delay
+  // controller, which reads INT, so shims are negotiated (docs/wire.md "INT").
+  r.int_telemetry = opt.param_u64("int", 0) != 0;
   r.sample = Duration::micros(static_cast<int64_t>(opt.param_u64("bin_us", 10)));
   r.limit = Duration::millis(static_cast<int64_t>(opt.param_u64("limit_ms", 2000)));
   return r;

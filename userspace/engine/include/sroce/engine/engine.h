@@ -52,14 +52,6 @@ struct PacketMeta {
   // BTH is read, and in lossy mode it becomes an immediate, precise
   // retransmission request for its PSN (docs/lossy.md).
   bool trimmed = false;
-  // Out-of-band INT (docs/cc/README.md, Integration, item 10; docs/wire.md):
-  // not on the wire. Receive: the records the fabric stamped on this packet
-  // (the simulator fills it; real datapaths leave it empty). The engine keeps
-  // those of the newest data packet of an RC QP and hands them back on the
-  // ACKs it sends in `int_echo`; on a received ACK `int_echo` is what the
-  // peer's responder saw on the forward path. Valid only during the call.
-  std::span<const cc::IntHop> int_hops;
-  std::span<const cc::IntHop> int_echo;
 };
 
 struct TxPacket {
@@ -99,6 +91,10 @@ struct LossyConfig {
   // A lane whose windowed-minimum RTT exceeds the QP's lowest lane RTT by
   // more than this is congested (a standing queue on its path).
   Duration lane_delay_target = Duration::micros(25);
+  // INT steers weights too (docs/lossy.md "Lane weights"): an ACK whose INT
+  // echo shows a hop queue worth more than lane_delay_target (qlen / link
+  // rate) cuts the weight of its echo lane. Needs INT (CcEngineConfig).
+  bool lane_int = true;
   // Reorder window cap (docs/lossy.md): the window may grow past
   // reorder_timeout up to this bound when the receiver measures path skew
   // (originals that arrived late after a later PSN). reorder_timeout is
@@ -121,6 +117,17 @@ struct CcEngineConfig {
   // controller runs (HPCC's NIC acknowledges every packet: its INT and RTT
   // samples come from ACKs), and always when the window is nearly full.
   uint32_t ack_every = 1;
+  // In-band telemetry on the wire (docs/wire.md, "INT"): while a controller
+  // that reads INT runs (hpcc, odin, delay), offer it (BTH bit ICAP); once
+  // the peer QP offers it too, requests carry an INT shim that switches
+  // append hop records to, and the peer's ACKs echo them. false: never.
+  bool int_telemetry = true;
+  // Per-lane controllers (docs/cc/README.md, "Per lane"): in lossy mode each
+  // lane also gets its own controller of the configured algorithm, fed by
+  // that lane's CE echoes, RTT samples, INT echoes and losses; a lane whose
+  // controller holds it (window or pacing) is skipped by the lane picker,
+  // while the QP's controller still bounds the QP as a whole.
+  bool per_lane = false;
 };
 
 struct EngineConfig {
@@ -176,7 +183,8 @@ enum RxDropReason : uint8_t {
   kRxDropLength = 18,              // UD message larger than the receive buffer
   kRxDropAccess = 19,              // UC: R_Key/access violation (RC NAKs instead)
   kRxDropInvalid = 20,             // UC: invalid request (RC NAKs instead)
-  kRxDropCount = 21,
+  kRxDropBadInt = 21,              // malformed INT shim or INT echo (proto/int.h)
+  kRxDropCount = 22,
 };
 const char* to_string(RxDropReason r);
 
@@ -244,6 +252,9 @@ struct QpStats {
   uint64_t cc_window_bytes = 0;    // requester: current window (UINT64_MAX = none)
   uint64_t cc_window_stalls = 0;   // times the window held the QP back
   uint64_t cc_paced = 0;           // times pacing held the QP back
+  uint64_t int_shims_sent = 0;     // requester: requests sent with an INT shim (docs/wire.md "INT")
+  uint64_t int_echoes_sent = 0;    // responder: ACKs sent with an INT echo
+  uint64_t int_echoes_received = 0;  // requester: INT echoes handed to the controller
 };
 
 // Per-lane counters of a lossy QP (Engine::lane_stats). A lane is one UDP
@@ -259,6 +270,9 @@ struct LaneStats {
   uint32_t weight = 0;      // spraying weight, kLaneWeightFull = an equal share (lane weights)
   uint64_t ce_echoed = 0;   // CE marks the receiver reported for this lane's packets
   uint64_t weight_cuts = 0; // multiplicative decreases (CE, loss, queueing delay)
+  uint64_t int_high = 0;        // INT echoes that showed a queue above lane_delay_target
+  uint64_t cc_rate_bps = 0;     // the lane's controller (CcEngineConfig::per_lane); 0 = none
+  uint64_t cc_window_bytes = 0; // ... its window (UINT64_MAX = none)
 };
 inline constexpr uint32_t kLaneWeightFull = 65536;
 
@@ -347,7 +361,9 @@ class Engine {
   // Earliest time on_timer or poll_transmit has work; Time::never() if idle.
   Time next_deadline() const;
 
-  static constexpr size_t kMaxPacket = 4096 + 64;
+  // 4096 payload + headers (64) + the empty INT shim a request may carry
+  // (8, proto/int.h; switches' hop records come on top, on the wire only).
+  static constexpr size_t kMaxPacket = 4096 + 64 + 8;
 
   const EngineStats& stats() const;
 

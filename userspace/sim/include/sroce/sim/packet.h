@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "proto/int.h"
 #include "sroce/engine/engine.h"
 
 namespace sroce::sim {
@@ -22,19 +23,19 @@ using PacketId = uint32_t;
 // No link (a packet that has not crossed a switch yet).
 inline constexpr uint32_t kNoLinkId = UINT32_MAX;
 
-// In-band network telemetry, one record per switch egress port the packet
-// left (HPCC, Li et al. SIGCOMM 2019, section 3.2 and figure 6: timestamp,
-// txBytes, qLen, B; Odin adds the shared-buffer flag): the congestion
-// controllers' own record (sroce/cc/types.h). Kept in the packet slot, not
-// on the wire; the host hands it to the engine out of band (PacketMeta::
-// int_hops, int_echo; docs/wire.md, "INT echo"). port_id here is
+// In-band network telemetry (docs/wire.md, "INT"): an engine whose peer
+// agreed puts an INT shim in front of each request (proto/int.h); switches
+// that stamp push one record per egress port into the packet's bytes, and
+// the receiving engine echoes them on its ACKs. Nothing rides beside the
+// bytes. IntHop is the controllers' decoded record; port_id here is
 // (switch node id << 16) | egress port index.
 using IntHop = cc::IntHop;
-// A 3-tier fat-tree path crosses 5 switches.
+// A 3-tier fat-tree path crosses 5 switches: room for 5 records.
 inline constexpr uint32_t kMaxIntHops = 5;
+inline constexpr size_t kMaxPacketBytes = Engine::kMaxPacket + kMaxIntHops * SROCE_INT_HOP_LEN;
 
 struct Packet {
-  std::array<std::byte, Engine::kMaxPacket> data;
+  std::array<std::byte, kMaxPacketBytes> data;
   uint32_t len = 0;
   PacketMeta meta;
   uint64_t serial = 0;        // unique per packet created (a duplicate gets its own)
@@ -44,16 +45,33 @@ struct Packet {
   bool trimmed = false;       // cut to its headers by a trimming switch (DCP)
   bool sb_flag = false;       // some switch's shared buffer was above its flag level
   bool priority = false;      // queued in the strict-priority (header/control) queue
-  uint8_t int_count = 0;      // valid entries of int_hops
   uint32_t ingress = kNoLinkId;  // link it arrived on at the current switch (PFC accounting)
-  std::array<IntHop, kMaxIntHops> int_hops;
-  // An ACK's INT echo (the forward path's records, copied by the responder's
-  // engine; out of band like int_hops; switches do not touch it).
-  uint8_t int_echo_count = 0;
-  std::array<IntHop, kMaxIntHops> int_echo;
 
   std::span<const std::byte> payload() const { return {data.data(), len}; }
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(data.data()); }
+  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(data.data()); }
 };
+
+// The INT records in a packet's shim, decoded first hop first (as the
+// controllers take them; the wire has the newest first). 0 without a shim.
+inline uint8_t int_hops_of(const Packet& p, std::array<IntHop, kMaxIntHops>& out) {
+  sroce_int_shim s{};
+  if (!sroce_int_present(p.bytes(), p.len) || sroce_int_shim_parse(p.bytes(), p.len, &s) != SROCE_INT_OK)
+    return 0;
+  const uint8_t n = std::min<uint8_t>(s.count, kMaxIntHops);
+  for (uint8_t i = 0; i < n; ++i) {
+    sroce_int_hop w;
+    sroce_int_hop_read(sroce_int_shim_hop(p.bytes(), s.count - 1u - i), &w);
+    IntHop& h = out[i];
+    h.port_id = w.node_port;
+    h.ts = Time{static_cast<int64_t>(w.ts_ps)};
+    h.tx_bytes = w.tx_bytes;
+    h.qlen_bytes = w.qlen;
+    h.link_bps = uint64_t{w.link_mbps} * 1'000'000ull;
+    h.buffer_flag = (w.flags & SROCE_INT_HOP_F_SB) != 0;
+  }
+  return n;
+}
 
 // Fixed-size packet slots reused through a free list: after the fabric warms
 // up, no allocation happens per packet. Slots are addressed by index, so
@@ -76,8 +94,6 @@ class PacketPool {
     p.trimmed = false;
     p.sb_flag = false;
     p.priority = false;
-    p.int_count = 0;
-    p.int_echo_count = 0;
     p.ingress = kNoLinkId;
     ++live_;
     return id;
@@ -93,11 +109,7 @@ class PacketPool {
     d.trimmed = s.trimmed;
     d.sb_flag = s.sb_flag;
     d.priority = s.priority;
-    d.int_count = s.int_count;
     d.ingress = s.ingress;
-    d.int_hops = s.int_hops;
-    d.int_echo_count = s.int_echo_count;
-    d.int_echo = s.int_echo;
     return id;
   }
   void free(PacketId id) {

@@ -23,7 +23,7 @@
 
 namespace sroce::sim {
 
-inline constexpr size_t kMaxFrame = kEthHeader + 40 + kUdpHeader + Engine::kMaxPacket;
+inline constexpr size_t kMaxFrame = kEthHeader + 40 + kUdpHeader + kMaxPacketBytes;  // INT records included
 
 // Returns the frame length written into `out` (>= kMaxFrame bytes), 0 if it
 // does not fit.
