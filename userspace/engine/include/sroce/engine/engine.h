@@ -267,6 +267,13 @@ struct MrKeys {
   uint32_t rkey = 0;
 };
 
+// A memory window (alloc_mw): the handle names it in bind WRs and dealloc_mw; rkey is its
+// first R_Key (a bind gives it a new key byte).
+struct MwKeys {
+  Handle handle = kNoHandle;
+  uint32_t rkey = 0;
+};
+
 class Engine {
  public:
   Engine(const EngineConfig& cfg, MemoryAccess& mem);
@@ -296,6 +303,13 @@ class Engine {
 
   Result<Handle> create_cq(uint32_t cqe);
   Result<void> destroy_cq(Handle cq);  // EBUSY while a QP uses it
+
+  // Memory windows (IBA 10.6.7, docs/engine.md "Memory windows"): type kMwType1 or
+  // kMwType2 (else EINVAL). A window shares the R_Key space of the MRs; it is bound by a
+  // kBindMw send WR and checked at the responder like an MR. dealloc_mw of a bound window
+  // unbinds it first; dereg_mr/rereg_mr of an MR with windows bound is EBUSY (as rxe).
+  Result<MwKeys> alloc_mw(Handle pd, uint8_t type);
+  Result<void> dealloc_mw(Handle mw);
 
   Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
   Result<void> modify_srq(Handle srq, uint32_t srq_limit);
