@@ -54,6 +54,7 @@ enum sroce_obj_kind {
 	SROCE_OBJ_RING,
 	SROCE_OBJ_REGION,
 	SROCE_OBJ_CHAN,
+	SROCE_OBJ_MW,
 	SROCE_OBJ_KINDS,
 };
 
@@ -144,6 +145,13 @@ struct sroce_mr {
 	int access;			/* as registered; rereg keeps what it does not change */
 };
 
+/* A memory window of an application (sroce_mw.c). */
+struct sroce_mw {
+	struct ib_mw ibmw;
+	struct sroce_ucontext *uctx;
+	u32 handle;			/* sroced's */
+};
+
 /* A kernel CQ (ib_mad's): completions kept in kernel memory. */
 struct sroce_kcq {
 	spinlock_t lock;		/* the fields below */
@@ -201,6 +209,7 @@ struct sroce_srq {
 #define to_scq(x) container_of(x, struct sroce_cq, ibcq)
 #define to_sqp(x) container_of(x, struct sroce_qp, ibqp)
 #define to_ssrq(x) container_of(x, struct sroce_srq, ibsrq)
+#define to_smw(x) container_of(x, struct sroce_mw, ibmw)
 
 static inline struct sroce_ucontext *sroce_uctx(struct ib_udata *udata)
 {
@@ -275,6 +284,10 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* sroce_mw.c */
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int sroce_dealloc_mw(struct ib_mw *ibmw);
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *pd, struct ib_udata *udata);

@@ -268,7 +268,7 @@ static const char *const sroce_obj_names[SROCE_OBJ_KINDS] = {
 	[SROCE_OBJ_MR] = "MRs",		[SROCE_OBJ_CQ] = "CQs",
 	[SROCE_OBJ_QP] = "QPs",		[SROCE_OBJ_SRQ] = "SRQs",
 	[SROCE_OBJ_RING] = "rings",	[SROCE_OBJ_REGION] = "regions",
-	[SROCE_OBJ_CHAN] = "channels",
+	[SROCE_OBJ_CHAN] = "channels",	[SROCE_OBJ_MW] = "MWs",
 };
 
 static int __init sroce_init(void)

@@ -11,7 +11,7 @@
 
 #define SROCE_MR_ACCESS (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-			 IB_ACCESS_RELAXED_ORDERING)
+			 IB_ACCESS_RELAXED_ORDERING | IB_ACCESS_MW_BIND)
 
 /* Kernel users' local DMA MR (lkey 0 = the device's local_dma_lkey). */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
@@ -254,13 +254,18 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct sroce_mr *mr = to_smr(ibmr);
 	struct sroce_handle_req req = { .handle = ibmr->lkey };
 	struct page **pages;
+	int err;
 
 	if (mr->umem) {
 		/* sroced answers once it no longer touches the pages; only
-		 * then are its mappings zapped and the pin released.
+		 * then are its mappings zapped and the pin released. EBUSY:
+		 * memory windows are still bound to it (as rxe refuses): the
+		 * MR stays whole; uverbs retries it at close after the windows.
 		 */
-		sroce_ucall(mr->uctx, SROCE_OP_DEREG_MR, &req, sizeof(req),
-			    NULL, 0, NULL, 0);
+		err = sroce_ucall(mr->uctx, SROCE_OP_DEREG_MR, &req, sizeof(req),
+				  NULL, 0, NULL, 0);
+		if (err == -EBUSY)
+			return err;
 		pages = mr->region->pages;
 		sroce_chan_del_region(mr->uctx->chan, mr->region);
 		kvfree(pages);

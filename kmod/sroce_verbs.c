@@ -52,7 +52,9 @@ static void sroce_fill_attr(struct sroce_dev *sdev, struct ib_device_attr *a)
 	a->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_SHUTDOWN_PORT |
 			      IB_DEVICE_PORT_ACTIVE_EVENT |
-			      IB_DEVICE_SYS_IMAGE_GUID;
+			      IB_DEVICE_SYS_IMAGE_GUID |
+			      IB_DEVICE_MEM_WINDOW |	/* sroce_mw.c */
+			      IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_LOCAL_DMA_LKEY;
 	a->max_send_sge = l->max_sge;
 	a->max_recv_sge = l->max_sge;
@@ -60,6 +62,7 @@ static void sroce_fill_attr(struct sroce_dev *sdev, struct ib_device_attr *a)
 	a->max_cq = l->max_cq;
 	a->max_cqe = l->max_cqe;
 	a->max_mr = l->max_mr;
+	a->max_mw = l->max_mr;	/* windows share sroced's MR table */
 	a->max_pd = l->max_pd;
 	a->max_qp_rd_atom = l->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = l->max_qp_init_rd_atom;
@@ -328,6 +331,7 @@ const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_ABI_VERSION,
 
 	.add_gid = sroce_add_gid,
+	.alloc_mw = sroce_alloc_mw,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.create_ah = sroce_create_ah,
@@ -336,6 +340,7 @@ const struct ib_device_ops sroce_dev_ops = {
 	.create_qp = sroce_create_qp,
 	.create_srq = sroce_create_srq,
 	.dealloc_driver = sroce_dealloc_driver,
+	.dealloc_mw = sroce_dealloc_mw,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
@@ -370,6 +375,7 @@ const struct ib_device_ops sroce_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, sroce_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),

@@ -74,6 +74,8 @@ enum sroce_op {
 	SROCE_OP_STATS,            /* -> JSON text (daemon tools: sroce status/qps/lanes) */
 	SROCE_OP_REREG_MR,         /* sroce_rereg_mr -> sroce_reg_mr_resp (provider: ibv_rereg_mr) */
 	SROCE_OP_RESIZE_CQ,        /* sroce_resize_cq -> sroce_create_cq_resp; fds: the new ring's memfd */
+	SROCE_OP_ALLOC_MW,         /* sroce_alloc_mw -> sroce_alloc_mw_resp (ibv_alloc_mw) */
+	SROCE_OP_DEALLOC_MW,       /* sroce_handle_req (ibv_dealloc_mw) */
 	SROCE_OP_COUNT,
 };
 
@@ -178,6 +180,20 @@ struct sroce_reg_mr {
 
 struct sroce_reg_mr_resp {
 	sroce_u32 lkey;
+	sroce_u32 rkey;
+};
+
+/* SROCE_OP_ALLOC_MW: a memory window (IBA 10.6.7) of `type` (enum ibv_mw_type: 1 or 2) in
+ * PD `pd`. The reply's handle names it in BIND_MW work requests and DEALLOC_MW; rkey is its
+ * first R_Key (each bind gives it a new key byte). */
+struct sroce_alloc_mw {
+	sroce_u32 pd;
+	sroce_u8 type;
+	sroce_u8 reserved[3];
+};
+
+struct sroce_alloc_mw_resp {
+	sroce_u32 handle;
 	sroce_u32 rkey;
 };
 
@@ -351,13 +367,15 @@ struct sroce_send_wqe {
 	sroce_u8 reserved0;
 	sroce_u16 num_sge;
 	sroce_u32 send_flags;  /* enum ibv_send_flags */
-	sroce_u32 imm_data;    /* host order (also invalidate rkey for SEND_WITH_INV) */
+	sroce_u32 imm_data;    /* host order (also invalidate rkey for SEND_WITH_INV and
+	                        * LOCAL_INV; the window's access flags for BIND_MW) */
 	sroce_u32 inline_len;
 	sroce_u64 remote_addr; /* RDMA and atomic */
 	sroce_u32 rkey;
 	sroce_u32 reserved1;
-	sroce_u64 compare_add;
-	sroce_u64 swap;
+	sroce_u64 compare_add; /* BIND_MW: the window's length (remote_addr: its address,
+	                        * rkey: the window's new R_Key) */
+	sroce_u64 swap;        /* BIND_MW: MW handle | MR lkey << 32 */
 	sroce_u32 ah;          /* UD */
 	sroce_u32 remote_qpn;
 	sroce_u32 remote_qkey;
@@ -595,6 +613,10 @@ struct sroce_kah_resp {     /* CREATE_AH: the handle UD work requests name */
 	sroce_u32 handle;
 	sroce_u32 reserved;
 };
+struct sroce_kmw_resp {     /* ALLOC_MW: the handle BIND_MW work requests name */
+	sroce_u32 handle;
+	sroce_u32 reserved;
+};
 
 #define SROCE_ABI_ASSERT(cond, msg) _Static_assert(cond, msg)
 #ifdef __cplusplus
@@ -617,6 +639,8 @@ SROCE_ABI_ASSERT(sizeof(struct sroce_comp_event_desc) == 8, "comp event desc lay
 SROCE_ABI_ASSERT(sizeof(struct sroce_stats_req) == 8, "sroce_stats_req layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_rereg_mr) == 40, "sroce_rereg_mr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_resize_cq) == 8, "sroce_resize_cq layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_alloc_mw) == 8, "sroce_alloc_mw layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_alloc_mw_resp) == 8, "sroce_alloc_mw_resp layout");
 
 SROCE_ABI_ASSERT(sizeof(struct sroce_kmsg) == 8, "sroce_kmsg layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kattach) == 192, "sroce_kattach layout");
@@ -630,5 +654,6 @@ SROCE_ABI_ASSERT(sizeof(struct sroce_kuctx_resp) == 8, "sroce_kuctx_resp layout"
 SROCE_ABI_ASSERT(sizeof(struct sroce_kring_resp) == 16, "sroce_kring_resp layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kqp_resp) == 32, "sroce_kqp_resp layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kah_resp) == 8, "sroce_kah_resp layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_kmw_resp) == 8, "sroce_kmw_resp layout");
 
 #endif /* SROCE_ABI_H */

@@ -10,7 +10,7 @@ lib=$(readlink -f "$2")
 probe=$3
 status=0
 # The kernel path (kernel_path.cc) also uses libibverbs' uverbs command helpers.
-kernel_syms="ibv_cmd_get_context ibv_cmd_query_device_any ibv_cmd_query_port ibv_cmd_alloc_pd ibv_cmd_dealloc_pd ibv_cmd_reg_mr ibv_cmd_dereg_mr ibv_cmd_rereg_mr ibv_cmd_create_cq ibv_cmd_destroy_cq ibv_cmd_resize_cq ibv_cmd_create_srq ibv_cmd_modify_srq ibv_cmd_query_srq ibv_cmd_destroy_srq ibv_cmd_create_qp_ex ibv_cmd_query_qp ibv_cmd_modify_qp ibv_cmd_destroy_qp ibv_cmd_create_ah ibv_cmd_destroy_ah"
+kernel_syms="ibv_cmd_get_context ibv_cmd_query_device_any ibv_cmd_query_port ibv_cmd_alloc_pd ibv_cmd_dealloc_pd ibv_cmd_reg_mr ibv_cmd_dereg_mr ibv_cmd_rereg_mr ibv_cmd_create_cq ibv_cmd_destroy_cq ibv_cmd_resize_cq ibv_cmd_create_srq ibv_cmd_modify_srq ibv_cmd_query_srq ibv_cmd_destroy_srq ibv_cmd_create_qp_ex ibv_cmd_query_qp ibv_cmd_modify_qp ibv_cmd_destroy_qp ibv_cmd_create_ah ibv_cmd_destroy_ah ibv_cmd_alloc_mw ibv_cmd_dealloc_mw"
 for sym in verbs_register_driver_34 _verbs_init_and_alloc_context verbs_uninit_context \
            verbs_set_ops $kernel_syms; do
   if ! readelf --dyn-syms -W "$so" | awk '$7 == "UND" {print $8}' |

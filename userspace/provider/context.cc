@@ -72,6 +72,9 @@ verbs_context_ops make_context_ops() {
   ops.req_notify_cq = verb_req_notify_cq;
   ops.rereg_mr = verb_rereg_mr;
   ops.resize_cq = verb_resize_cq;
+  ops.alloc_mw = verb_alloc_mw;
+  ops.dealloc_mw = verb_dealloc_mw;
+  ops.bind_mw = verb_bind_mw;
   return ops;
 }
 const verbs_context_ops kContextOps = make_context_ops();
@@ -89,6 +92,8 @@ verbs_context_ops make_kernel_ops() {
   ops.rereg_mr = kernel_rereg_mr;
   ops.create_ah = kernel_create_ah;
   ops.destroy_ah = kernel_destroy_ah;
+  ops.alloc_mw = kernel_alloc_mw;
+  ops.dealloc_mw = kernel_dealloc_mw;
   return ops;
 }
 const verbs_context_ops kKernelOps = make_kernel_ops();
@@ -317,6 +322,7 @@ int verb_query_device_ex(ibv_context* ibctx, const ibv_query_device_ex_input* in
   a.max_cq = static_cast<int>(d.max_cq);
   a.max_cqe = static_cast<int>(d.max_cqe);
   a.max_mr = static_cast<int>(d.max_mr);
+  a.max_mw = static_cast<int>(d.max_mr);  // windows share the engine's MR table (mw.cc)
   a.max_pd = static_cast<int>(d.max_pd);
   a.max_qp_rd_atom = static_cast<int>(d.max_qp_rd_atom);
   a.max_res_rd_atom = static_cast<int>(d.max_qp_rd_atom * d.max_qp);

@@ -331,4 +331,31 @@ int kernel_create_qp(Context* ctx, Qp* qp, ibv_qp_init_attr_ex* attr, sroce_crea
   return 0;
 }
 
+// Memory windows (mw.cc): uverbs ALLOC_MW / DEALLOC_MW; the module asks sroced and returns
+// sroced's handle as driver data, which BIND_MW WQEs name.
+ibv_mw* kernel_alloc_mw(ibv_pd* ibpd, ibv_mw_type type) {
+  auto* mw = new (std::nothrow) Mw();
+  if (mw == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  CmdBuf<ib_uverbs_alloc_mw> cmd;
+  RespBuf<ib_uverbs_alloc_mw_resp, sroce_kmw_resp> resp;
+  int err = ibv_cmd_alloc_mw(ibpd, type, &mw->mw, cmd.bytes, sizeof(cmd.bytes), resp.bytes,
+                             sizeof(resp.bytes));
+  if (err != 0) {
+    delete mw;
+    errno = err;
+    return nullptr;
+  }
+  mw->wqe_handle = resp.drv().handle;
+  return &mw->mw;
+}
+
+int kernel_dealloc_mw(ibv_mw* ibmw) {
+  int err = ibv_cmd_dealloc_mw(ibmw);
+  if (err == 0) delete reinterpret_cast<Mw*>(ibmw);
+  return err;
+}
+
 }  // namespace sroce::provider

@@ -122,7 +122,7 @@ int verb_dealloc_pd(ibv_pd* ibpd) {
 int check_access(int access, int* out) {
   constexpr int kSupported = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                              IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                             IBV_ACCESS_ZERO_BASED;
+                             IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND;
   const int requested = access & ~IBV_ACCESS_OPTIONAL_RANGE;  // optional: may be ignored
   if ((requested & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
       !(requested & IBV_ACCESS_LOCAL_WRITE))

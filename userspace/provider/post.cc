@@ -21,6 +21,10 @@ uint32_t wc_opcode_for(ibv_wr_opcode op) {
       return IBV_WC_COMP_SWAP;
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
       return IBV_WC_FETCH_ADD;
+    case IBV_WR_LOCAL_INV:
+      return IBV_WC_LOCAL_INV;
+    case IBV_WR_BIND_MW:
+      return IBV_WC_BIND_MW;
     default:
       return IBV_WC_SEND;
   }
@@ -41,6 +45,9 @@ bool opcode_valid(ibv_qp_type type, ibv_wr_opcode op) {
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
     case IBV_WR_SEND_WITH_INV:
       return type == IBV_QPT_RC;
+    case IBV_WR_BIND_MW:  // memory windows (mw.cc): connected QPs
+    case IBV_WR_LOCAL_INV:
+      return type == IBV_QPT_RC || type == IBV_QPT_UC;
     default:
       return false;
   }
@@ -75,7 +82,9 @@ int build_send(Qp* qp, const ibv_send_wr* wr, uint8_t* slot) {
   w->wr_id = wr->wr_id;
   w->opcode = static_cast<uint8_t>(wr->opcode);
   w->send_flags = wr->send_flags;
-  if (wr->opcode == IBV_WR_SEND_WITH_INV) {
+  if (wr->opcode == IBV_WR_BIND_MW) return fill_bind(w, wr->bind_mw.mw, wr->bind_mw.rkey,
+                                                     &wr->bind_mw.bind_info);  // mw.cc
+  if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV) {
     w->imm_data = wr->invalidate_rkey;
   } else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     w->imm_data = ntohl(wr->imm_data);
@@ -119,6 +128,7 @@ int build_send(Qp* qp, const ibv_send_wr* wr, uint8_t* slot) {
     return 0;
   }
   w->send_flags &= ~uint32_t{IBV_SEND_INLINE};
+  if (wr->opcode == IBV_WR_LOCAL_INV) return 0;  // no SGEs
   if (static_cast<uint32_t>(wr->num_sge) * sizeof(sroce_sge) > room) return EINVAL;
   auto* sge = reinterpret_cast<sroce_sge*>(payload);
   for (int i = 0; i < wr->num_sge; ++i) {

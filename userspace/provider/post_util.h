@@ -13,6 +13,8 @@ bool send_state_ok(const Qp* qp);
 // Room for one more WQE at ring index `prod` / shadow index `shadow_head`.
 bool send_space(Qp* qp, uint32_t prod, uint32_t shadow_head);
 void record_send(Qp* qp, uint32_t shadow_index, uint64_t wr_id, uint32_t flags, ibv_wr_opcode op);
+// A BIND_MW WQE (mw.cc): the window by the handle sroced knows, the MR by its lkey.
+int fill_bind(sroce_send_wqe* w, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info);
 
 }  // namespace sroce::provider
 

@@ -93,6 +93,13 @@ struct Ah {
   uint32_t wqe_handle = 0;  // what sroce_send_wqe.ah names (the kernel's uverbs handle differs)
 };
 
+// A memory window (mw.cc). wqe_handle is what BIND_MW WQEs name: sroced's handle (on the
+// kernel path mw.handle is the uverbs one).
+struct Mw {
+  ibv_mw mw;
+  uint32_t wqe_handle = 0;
+};
+
 struct CompChannel {
   ibv_comp_channel channel;
   uint32_t handle;
@@ -240,6 +247,12 @@ int kernel_create_srq(Context* ctx, Srq* srq, ibv_pd* pd, ibv_srq_init_attr* ini
                       sroce_create_srq_resp* resp);
 int kernel_create_qp(Context* ctx, Qp* qp, ibv_qp_init_attr_ex* attr, sroce_create_qp_resp* resp);
 int check_access(int access, int* out);  // objects.cc
+// memory windows (mw.cc)
+ibv_mw* verb_alloc_mw(ibv_pd*, ibv_mw_type);
+int verb_dealloc_mw(ibv_mw*);
+int verb_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*);
+ibv_mw* kernel_alloc_mw(ibv_pd*, ibv_mw_type);
+int kernel_dealloc_mw(ibv_mw*);
 
 // Verbs entry points, one group per file.
 // context.cc

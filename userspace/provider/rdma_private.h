@@ -239,6 +239,9 @@ int ibv_cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, void* cmd, s
 int ibv_cmd_destroy_qp(ibv_qp* qp);
 int ibv_cmd_create_ah(ibv_pd* pd, ibv_ah* ah, ibv_ah_attr* attr, void* resp, size_t resp_size);
 int ibv_cmd_destroy_ah(ibv_ah* ah);
+int ibv_cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, void* cmd, size_t cmd_size,
+                     void* resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(ibv_mw* mw);
 
 }  // extern "C"
 

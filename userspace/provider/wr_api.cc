@@ -182,11 +182,15 @@ void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
   wr_set_inline_data_list(qpx, 1, &buf);
 }
 
-// Operations sroce does not carry: the batch fails with EOPNOTSUPP at wr_complete.
-void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
-  fail(to_qp(qpx), EOPNOTSUPP);
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  if (auto* w = begin(qpx, IBV_WR_BIND_MW)) {
+    if (int err = fill_bind(w, mw, rkey, info); err != 0) fail(to_qp(qpx), err);
+  }
 }
-void wr_local_inv(ibv_qp_ex* qpx, uint32_t) { fail(to_qp(qpx), EOPNOTSUPP); }
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t rkey) {
+  if (auto* w = begin(qpx, IBV_WR_LOCAL_INV)) w->imm_data = rkey;
+}
+// Operations sroce does not carry: the batch fails with EOPNOTSUPP at wr_complete.
 void wr_send_tso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) { fail(to_qp(qpx), EOPNOTSUPP); }
 void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t) { fail(to_qp(qpx), EOPNOTSUPP); }
 void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) {

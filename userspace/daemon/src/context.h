@@ -73,6 +73,11 @@ struct QpObj {
   ShmRing sq, rq;
 };
 
+struct MwObj {  // a memory window (ibv_alloc_mw)
+  Handle engine = kNoHandle;
+  uint32_t pd = 0;  // local handle
+};
+
 struct ObjectCounts {
   size_t pds = 0, mrs = 0, cqs = 0, qps = 0, srqs = 0, ahs = 0, channels = 0;
   size_t total() const { return pds + mrs + cqs + qps + srqs + ahs + channels; }
@@ -105,9 +110,11 @@ struct Context {
   std::map<uint32_t, AhObj> ahs;
   std::map<uint32_t, ChannelObj> channels;
   std::map<Qpn, QpObj> qps;
+  std::map<uint32_t, MwObj> mws;
 
   size_t object_count() const {
-    return pds.size() + mrs.size() + cqs.size() + srqs.size() + ahs.size() + channels.size() + qps.size();
+    return pds.size() + mrs.size() + cqs.size() + srqs.size() + ahs.size() + channels.size() + qps.size() +
+           mws.size();
   }
   uint32_t new_handle() { return next_handle++; }
 };

@@ -152,6 +152,8 @@ class Service {
   int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_dereg_mr(Context& c, std::span<const std::byte> body);
   int op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_alloc_mw(Context& c, std::span<const std::byte> body, Reply& r);
+  int op_dealloc_mw(Context& c, std::span<const std::byte> body);
   int op_create_cq(Context& c, std::span<const std::byte> body, Reply& r);
   int op_destroy_cq(Context& c, std::span<const std::byte> body);
   int op_resize_cq(Context& c, std::span<const std::byte> body, Reply& r);  // service_resize.cc

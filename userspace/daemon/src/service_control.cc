@@ -263,6 +263,8 @@ int Service::dispatch(Context& c, uint16_t op, std::span<const std::byte> body, 
     case SROCE_OP_REG_MR: return op_reg_mr(c, body, r);
     case SROCE_OP_DEREG_MR: return op_dereg_mr(c, body);
     case SROCE_OP_REREG_MR: return op_rereg_mr(c, body, r);
+    case SROCE_OP_ALLOC_MW: return op_alloc_mw(c, body, r);
+    case SROCE_OP_DEALLOC_MW: return op_dealloc_mw(c, body);
     case SROCE_OP_CREATE_CQ: return op_create_cq(c, body, r);
     case SROCE_OP_DESTROY_CQ: return op_destroy_cq(c, body);
     case SROCE_OP_RESIZE_CQ: return op_resize_cq(c, body, r);
@@ -328,7 +330,9 @@ int Service::op_query_device(Reply& r) {
   a.max_qp = e.max_qps;
   a.max_qp_wr = e.max_qp_wr;
   a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SHUTDOWN_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                       IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_SRQ_RESIZE;
+                       IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_SRQ_RESIZE |
+                       // memory windows, type 1 and type 2B (engine mw.cc)
+                       IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a.max_sge = e.max_sge;
   a.max_cq = e.max_cqs;
   a.max_cqe = e.max_cqe;

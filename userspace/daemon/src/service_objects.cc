@@ -180,6 +180,36 @@ int Service::op_dereg_mr(Context& c, std::span<const std::byte> body) {
   return 0;
 }
 
+// ibv_alloc_mw / ibv_dealloc_mw (docs/engine.md, "Memory windows"): the window lives in the
+// engine; BIND_MW work requests name it by the local handle (service_rings.cc). Dealloc of a
+// bound window unbinds it; dereg_mr of an MR with windows bound answers EBUSY (engine).
+int Service::op_alloc_mw(Context& c, std::span<const std::byte> body, Reply& r) {
+  sroce_alloc_mw req;
+  if (!body_as(body, req)) return -EINVAL;
+  if (c.object_count() >= cfg_.control.max_objects_per_context) return -ENOMEM;
+  auto pd = c.pds.find(req.pd);
+  if (pd == c.pds.end()) return -EINVAL;
+  auto mw = engine_.alloc_mw(pd->second.engine, req.type);
+  if (!mw) return fail(c, "alloc_mw", mw.error());
+  const uint32_t h = c.new_handle();
+  c.mws[h] = MwObj{mw->handle, req.pd};
+  auto& resp = r.as<sroce_alloc_mw_resp>();
+  resp.handle = h;
+  resp.rkey = mw->rkey;
+  return 0;
+}
+
+int Service::op_dealloc_mw(Context& c, std::span<const std::byte> body) {
+  sroce_handle_req req;
+  if (!body_as(body, req)) return -EINVAL;
+  auto it = c.mws.find(req.handle);
+  if (it == c.mws.end()) return -EINVAL;
+  auto rc = engine_.dealloc_mw(it->second.engine);
+  if (!rc) return fail(c, "dealloc_mw", rc.error());
+  c.mws.erase(it);
+  return 0;
+}
+
 // ibv_rereg_mr (SROCE_OP_REREG_MR): the MR changes in place and keeps its keys, so a peer
 // that was given the rkey goes on using it (programs do not exchange keys again). Flags and
 // errno follow the kernel's uverbs REREG_MR, which is what libibverbs users know: no flag or
@@ -615,6 +645,8 @@ void Service::destroy_objects(Context& c) {
   c.srqs.clear();
   for (auto& [h, a] : c.ahs) (void)engine_.destroy_ah(a.engine);
   c.ahs.clear();
+  for (auto& [h, w] : c.mws) (void)engine_.dealloc_mw(w.engine);  // before MRs: unbinds them
+  c.mws.clear();
   for (auto& [lkey, m] : c.mrs) {
     (void)engine_.dereg_mr(lkey);
     mem_.remove_range(c.tag, m.addr, m.length);

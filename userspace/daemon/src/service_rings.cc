@@ -99,6 +99,17 @@ bool Service::poll_send_ring(Context& c, QpObj& qp, Time now) {
     wr.atomic.swap = w.swap;
     wr.ud.remote_qpn = w.remote_qpn;
     wr.ud.remote_qkey = w.remote_qkey;
+    if (w.opcode == IBV_WR_BIND_MW) {
+      // The window by this context's handle; an unknown one reaches the engine as no
+      // window at all and completes with MW_BIND_ERR there.
+      auto mw = c.mws.find(static_cast<uint32_t>(w.swap & 0xffffffffu));
+      wr.bind.mw = mw == c.mws.end() ? kNoHandle : mw->second.engine;
+      wr.bind.mr_lkey = static_cast<uint32_t>(w.swap >> 32);
+      wr.bind.rkey = w.rkey;
+      wr.bind.addr = w.remote_addr;
+      wr.bind.length = w.compare_add;
+      wr.bind.access = w.imm_data;
+    }
     int err = 0;
     size_t room = r.entry_size() - sizeof w;
     if (qp.qp_type == IBV_QPT_UD) {

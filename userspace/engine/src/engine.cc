@@ -85,6 +85,8 @@ Result<MrKeys> Engine::reg_mr_host(Handle pd, uint64_t host_addr, uint64_t lengt
   return impl_->reg_mr_host(pd, host_addr, length, access, iova);
 }
 Result<void> Engine::dereg_mr(uint32_t lkey) { return impl_->dereg_mr(lkey); }
+Result<MwKeys> Engine::alloc_mw(Handle pd, uint8_t type) { return impl_->alloc_mw(pd, type); }
+Result<void> Engine::dealloc_mw(Handle mw) { return impl_->dealloc_mw(mw); }
 Result<void> Engine::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, uint64_t addr,
                               uint64_t length, uint32_t access) {
   return impl_->rereg_mr(lkey, flags, pd, addr, length, access);

@@ -51,6 +51,8 @@ class Engine::Impl {
   Result<void> resize_cq(Handle cq, uint32_t cqe);
   Result<void> rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd, uint64_t host_addr,
                              uint64_t length, uint32_t access, uint64_t iova);
+  Result<MwKeys> alloc_mw(Handle pd, uint8_t type);  // mw.cc
+  Result<void> dealloc_mw(Handle mw);                // mw.cc
   Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
   Result<void> modify_srq(Handle srq, uint32_t srq_limit);
   Result<void> destroy_srq(Handle srq);
@@ -106,6 +108,18 @@ class Engine::Impl {
   bool check_rkey(const eng::Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
                   uint64_t* host);
   void seek_cursor(const Sge* sges, uint32_t n, uint32_t off, uint32_t* idx, uint32_t* in);
+
+  // memory windows and invalidation (mw.cc)
+  eng::Mr* mw_by_handle(Handle mw);
+  void mw_unbind(eng::Mr& mw);
+  // Local operations of the send queue, executed when the requester reaches them.
+  WcStatus mw_bind(eng::Qp& qp, const eng::SendWqe& w);
+  WcStatus local_invalidate(eng::Qp& qp, uint32_t rkey);
+  // SEND with Invalidate at the responder (IBA 10.6.7.2.3 / 9.4.1.1.5): false = invalid.
+  bool remote_invalidate(eng::Qp& qp, uint32_t rkey);
+  // The requester reached local WQEs (BIND_MW, LOCAL_INV): runs them in order; false
+  // when it must stop (fence, error, SQD).
+  bool req_local_ops(eng::Qp& qp);
 
   // QP errors and completions (qp_error.cc)
   void complete_send(eng::Qp& qp, eng::SendWqe& w, WcStatus status);

@@ -332,9 +332,8 @@ bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool
       }
       if (f & SROCE_HAS_IETH) {
         // IBA 10.6 (remote invalidate), at placement: the named R_Key goes.
-        Mr* mr = e.mr_by_rkey(pkt.ieth_rkey);
-        if (!mr || mr->pd != qp.pd) return fail(SROCE_NAK_INVALID_REQ, AsyncEventType::kQpReqErr);
-        mr->invalidated = true;
+        if (!e.remote_invalidate(qp, pkt.ieth_rkey))  // mw.cc: windows and MRs
+          return fail(SROCE_NAK_INVALID_REQ, AsyncEventType::kQpReqErr);
         r.imm = pkt.ieth_rkey;
         r.wc_flags = kWcWithInv;
       }

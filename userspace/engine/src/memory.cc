@@ -43,6 +43,11 @@ bool Engine::Impl::check_rkey(const Qp& qp, uint32_t rkey, uint64_t va, uint64_t
   if (!mr || mr->pd != qp.pd || mr->invalidated || (mr->access & need) != need ||
       !covers(*mr, va, len))
     return false;
+  // A memory window (mw.cc): a type 2 window answers only the QP it was bound through
+  // (IBA 10.6.7.2.2, type 2B), and the MR under any window must still be valid.
+  if (mr->kind != 0 &&
+      ((mr->kind == kMwType2 && mr->mw_qpn != qp.qpn) || mrs_[mr->mw_mr].invalidated))
+    return false;
   *host = mr->addr + (va - mr->iova);
   return true;
 }

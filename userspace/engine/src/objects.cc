@@ -89,7 +89,7 @@ Mr* Engine::Impl::mr_by_lkey(uint32_t lkey) {
   if (lkey == cache_lkey_ && mrs_.used(cache_lkey_slot_) && mrs_[cache_lkey_slot_].lkey == lkey)
     return &mrs_[cache_lkey_slot_];
   const uint32_t s = mrs_.slot_of(perm_lkey_.inv(lkey >> 8));
-  if (s == kNone || mrs_[s].lkey != lkey) return nullptr;
+  if (s == kNone || mrs_[s].lkey != lkey || mrs_[s].kind != 0) return nullptr;  // not a window
   cache_lkey_ = lkey;
   cache_lkey_slot_ = s;
   return &mrs_[s];
@@ -158,6 +158,8 @@ Result<MrKeys> Engine::Impl::reg_mr_host(Handle pd, uint64_t addr, uint64_t leng
 Result<void> Engine::Impl::dereg_mr(uint32_t lkey) {
   Mr* mr = mr_by_lkey(lkey);
   if (!mr) return err(EINVAL, "dereg_mr: no MR with this lkey");
+  if (mr->mw_bound != 0)  // IBA 11.2.8.? / rxe: windows still bound to it
+    return err(EBUSY, "dereg_mr: " + std::to_string(mr->mw_bound) + " memory windows bound");
   --pds_[mr->pd].refs;
   mrs_.release(static_cast<uint32_t>(mr - &mrs_[0]));
   return {};
@@ -170,6 +172,8 @@ Result<void> Engine::Impl::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, ui
                                     uint64_t length, uint32_t access) {
   Mr* mr = mr_by_lkey(lkey);
   if (!mr) return err(EINVAL, "rereg_mr: no MR with this lkey");
+  if (mr->mw_bound != 0)  // the windows' translation would go stale
+    return err(EBUSY, "rereg_mr: " + std::to_string(mr->mw_bound) + " memory windows bound");
   constexpr uint32_t kKnown = kReregTranslation | kReregPd | kReregAccess;
   if (flags == 0 || (flags & ~kKnown)) return err(EINVAL, "rereg_mr: flags must be a non-empty set of kRereg*");
   uint32_t p = mr->pd;

@@ -24,7 +24,14 @@ struct Mr {
   uint64_t addr = 0;  // host virtual address handed to MemoryAccess
   uint64_t length = 0;
   uint32_t access = 0;
-  bool invalidated = false;  // by a SEND with Invalidate (IBA 10.6)
+  bool invalidated = false;  // by a SEND with Invalidate (IBA 10.6); a window: not bound
+  // Memory windows (mw.cc) live in the MR table so that they share its R_Key space: one
+  // lookup finds either. For a window, iova/length/access are the bound window's and addr
+  // the host address of its first byte; lkey stays 0 and mr_by_lkey never returns it.
+  uint8_t kind = 0;          // 0: MR; kMwType1 / kMwType2: a memory window
+  uint32_t mw_mr = 0;        // window: slot of the MR it is bound to (valid while bound)
+  Qpn mw_qpn = 0;            // type 2 window: the QP it was bound through (IBA 10.6.7.2.2)
+  uint32_t mw_bound = 0;     // MR: windows bound to it (dereg/rereg EBUSY while > 0)
 };
 
 // One receive WQE; its SGEs live in the owning queue's flat SGE array.

@@ -25,8 +25,11 @@ bool opcode_allowed(QpType t, WrOpcode op) {
     case WrOpcode::kAtomicFetchAdd:
     case WrOpcode::kSendWithInv:
       return t == QpType::kRc;  // IBA table 38: RC only
+    case WrOpcode::kBindMw:
+    case WrOpcode::kLocalInv:
+      return t != QpType::kUd;  // IBA table 38: memory windows on connected QPs (mw.cc)
     default:
-      return false;  // LOCAL_INV, BIND_MW: no memory windows / FRMRs yet
+      return false;
   }
 }
 
@@ -46,6 +49,8 @@ int Engine::Impl::post_send(Qpn qpn, const SendWr& wr, Time now) {
   for (const Sge& g : wr.sgl) total += g.length;
   if (total > cfg_.max_msg_size) return EINVAL;
   const bool inl = (wr.send_flags & kSendInline) != 0;
+  const bool local_op = wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv;
+  if (local_op && (!wr.sgl.empty() || (wr.send_flags & kSendInline))) return EINVAL;
   if (inl) {
     if (eng::is_rd_atomic(wr.opcode)) return EINVAL;
     if (total > qp.cap.max_inline_data) return EINVAL;
@@ -76,8 +81,17 @@ int Engine::Impl::post_send(Qpn qpn, const SendWr& wr, Time now) {
   if ((wr.send_flags & kSendSignaled) || qp.sq_sig_all) w.flags |= kWqeSignaled;
   if (wr.send_flags & kSendFence) w.flags |= kWqeFence;
   if (wr.send_flags & kSendSolicited) w.flags |= kWqeSolicited;
-  w.imm = wr.opcode == WrOpcode::kSendWithInv ? wr.invalidate_rkey : wr.imm_data;
-  if (eng::is_atomic(wr.opcode)) {
+  w.imm = wr.opcode == WrOpcode::kSendWithInv || wr.opcode == WrOpcode::kLocalInv
+              ? wr.invalidate_rkey
+              : wr.imm_data;
+  if (wr.opcode == WrOpcode::kBindMw) {
+    // mw.cc reads the bind back from these fields (no room added to every WQE).
+    w.remote_addr = wr.bind.addr;
+    w.compare_add = wr.bind.length;
+    w.rkey = wr.bind.rkey;
+    w.swap = (static_cast<uint64_t>(wr.bind.mr_lkey) << 32) | wr.bind.mw;
+    w.imm = wr.bind.access;
+  } else if (eng::is_atomic(wr.opcode)) {
     w.remote_addr = wr.atomic.remote_addr;
     w.rkey = wr.atomic.rkey;
     w.compare_add = wr.atomic.compare_add;

@@ -211,6 +211,11 @@ Result<void> Engine::Impl::destroy_qp(Qpn qpn) {
   --cqs_[qp.send_cq].refs;
   --cqs_[qp.recv_cq].refs;
   if (qp.srq != kNone) --srqs_[qp.srq].refs;
+  // Type 2 windows bound through this QP are invalidated with it (IBA 10.6.7.2.2): their
+  // MRs can then be deregistered.
+  for (uint32_t m = 0; m < mrs_.capacity(); ++m)
+    if (mrs_.used(m) && mrs_[m].kind == kMwType2 && !mrs_[m].invalidated && mrs_[m].mw_qpn == qpn)
+      mw_unbind(mrs_[m]);
   qps_.release(s);
   return {};
 }

@@ -116,6 +116,8 @@ size_t Engine::Impl::req_build(Qp& qp, uint8_t* out, PacketMeta& meta, Time now)
 size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time now) {
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return 0;
   if (qp.rnr_wait || qp.sq_next == qp.sq_tail) return 0;
+  // BIND_MW / LOCAL_INV move no packet: run them here, in order (mw.cc).
+  if (!req_local_ops(qp) || qp.sq_next == qp.sq_tail) return 0;
   const uint32_t idx = qp.sq_next;
   SendWqe& w = qp.wqe(idx);
   const bool rc = qp.is_rc();

@@ -143,11 +143,9 @@ void do_send(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
     }
     if (f & SROCE_HAS_IETH) {
       // IBA 10.6 (remote invalidate): SEND with Invalidate invalidates the named R_Key.
-      Mr* mr = e.mr_by_rkey(pkt.ieth_rkey);
-      if (!mr || mr->pd != qp.pd)
+      if (!e.remote_invalidate(qp, pkt.ieth_rkey))  // mw.cc: windows and MRs
         return rc_fatal(e, qp, SROCE_NAK_INVALID_REQ, psn, AsyncEventType::kQpReqErr,
                         WcStatus::kRemInvReqErr);
-      mr->invalidated = true;
       wc.imm_data = pkt.ieth_rkey;
       wc.wc_flags |= kWcWithInv;
     }

@@ -281,6 +281,13 @@ struct MrKeys {
   uint32_t rkey = 0;
 };
 
+// A memory window (alloc_mw): the handle names it in bind WRs and dealloc_mw; rkey is its
+// first R_Key (a bind gives it a new key byte).
+struct MwKeys {
+  Handle handle = kNoHandle;
+  uint32_t rkey = 0;
+};
+
 class Engine {
  public:
   Engine(const EngineConfig& cfg, MemoryAccess& mem);
@@ -318,6 +325,13 @@ class Engine {
   // and the iova move apart (`host_addr`, `iova`); otherwise as rereg_mr, iova kept.
   Result<void> rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd, uint64_t host_addr,
                              uint64_t length, uint32_t access, uint64_t iova);
+
+  // Memory windows (IBA 10.6.7, docs/engine.md "Memory windows"): type kMwType1 or
+  // kMwType2 (else EINVAL). A window shares the R_Key space of the MRs; it is bound by a
+  // kBindMw send WR and checked at the responder like an MR. dealloc_mw of a bound window
+  // unbinds it first; dereg_mr/rereg_mr of an MR with windows bound is EBUSY (as rxe).
+  Result<MwKeys> alloc_mw(Handle pd, uint8_t type);
+  Result<void> dealloc_mw(Handle mw);
 
   Result<Handle> create_srq(Handle pd, const SrqAttr& attr);
   Result<void> modify_srq(Handle srq, uint32_t srq_limit);

@@ -40,6 +40,13 @@ enum AccessFlags : uint32_t {
   kAccessZeroBased = 1u << 5,
 };
 
+// ibv_mw_type (IBA 10.6.7): type 1 is bound by the Bind Memory Window verb and belongs to
+// its PD; type 2 (2B: associated with the QP that bound it) by a BIND_MW work request.
+enum MwType : uint8_t {
+  kMwType1 = 1,
+  kMwType2 = 2,
+};
+
 // ibv_rereg_mr_flags: what Engine::rereg_mr changes.
 enum ReregFlags : uint32_t {
   kReregTranslation = 1u << 0,
@@ -191,6 +198,17 @@ struct SendWr {
     Qpn remote_qpn = 0;
     uint32_t remote_qkey = 0;
   } ud;
+  // kBindMw (IBA 10.6.7.2, ibv_mw_bind_info): bind window `mw` to [addr, addr + length) of
+  // the MR named by mr_lkey with `access`, its R_Key becoming `rkey` (same index, new key
+  // byte). length 0 unbinds. kLocalInv names its R_Key in invalidate_rkey.
+  struct {
+    Handle mw = kNoHandle;
+    uint32_t rkey = 0;
+    uint32_t mr_lkey = 0;
+    uint32_t access = 0;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+  } bind;
 };
 
 struct RecvWr {
