@@ -158,7 +158,7 @@ TEST_CASE("the shipped example configuration is valid and documents every key", 
                           "max_pds", "max_srqs", "max_ahs", "max_cqe", "max_qp_wr", "max_sge", "max_inline_data",
                           "max_rd_atomic", "seed", "lane_weights", "reorder_timeout_max_us", "level", "algorithm", "line_rate_mbps", "base_rtt_us",
                           "delay_target_us", "delay_per_hop_bytes", "dcqcn_preset", "notification_point",
-                          "ack_every"}) {
+                          "ack_every", "int_telemetry", "per_lane"}) {
     INFO(key);
     CHECK(text.find(std::string("\n") + key + " = ") != std::string::npos);
   }
@@ -176,7 +176,8 @@ TEST_CASE("engine.cc chooses the congestion control and its parameters", "[confi
 
   auto r = parse_config(
       "[engine.cc]\nalgorithm = \"delay\"\nline_rate_mbps = 200\nbase_rtt_us = 300\n"
-      "delay_target_us = 800\ndelay_per_hop_bytes = 1500\nack_every = 2\nnotification_point = false\n",
+      "delay_target_us = 800\ndelay_per_hop_bytes = 1500\nack_every = 2\nnotification_point = false\n"
+      "int_telemetry = true\nper_lane = true\n",
       "t.toml");
   INFO((r ? std::string() : r.error().message));
   REQUIRE(r);
@@ -190,11 +191,15 @@ TEST_CASE("engine.cc chooses the congestion control and its parameters", "[confi
   CHECK(ec.cc.config.delay.per_hop_bytes == 1500);
   CHECK(ec.cc.ack_every == 2);
   CHECK_FALSE(ec.cc.notification_point);
+  CHECK(ec.cc.int_telemetry);
+  CHECK(ec.cc.per_lane);
 
   auto p = parse_config("[engine.cc]\nalgorithm = \"dcqcn\"\ndcqcn_preset = \"paper\"\n", "t.toml");
   REQUIRE(p);
   EngineConfig pc;
   apply_cc_config(*p, pc);
+  CHECK_FALSE(pc.cc.int_telemetry);  // the daemon's default: no INT shims on a Linux fabric
+  CHECK_FALSE(pc.cc.per_lane);
   CHECK(pc.cc.config.algorithm == cc::Algorithm::kDcqcn);
   CHECK(pc.cc.config.dcqcn.stage_threshold == cc::DcqcnConfig::paper().stage_threshold);
   CHECK(pc.cc.config.dcqcn.stage_threshold != cc::DcqcnConfig::connectx().stage_threshold);

@@ -390,6 +390,8 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.string("engine.cc.dcqcn_preset", c.engine.cc.dcqcn_preset, {"connectx", "paper"});
   r.boolean("engine.cc.notification_point", c.engine.cc.notification_point);
   r.integer("engine.cc.ack_every", c.engine.cc.ack_every, 1, 64);
+  r.boolean("engine.cc.int_telemetry", c.engine.cc.int_telemetry);
+  r.boolean("engine.cc.per_lane", c.engine.cc.per_lane);
   r.boolean("engine.lane_weights", c.engine.lane_weights);
   r.integer("engine.reorder_timeout_max_us", c.engine.reorder_timeout_max_us, 0, 1'000'000);
 
@@ -415,6 +417,8 @@ void apply_cc_config(const Config& c, EngineConfig& ec) {
   ec.cc.base_rtt = Duration::micros(k.base_rtt_us);
   ec.cc.notification_point = k.notification_point;
   ec.cc.ack_every = k.ack_every;
+  ec.cc.int_telemetry = k.int_telemetry;
+  ec.cc.per_lane = k.per_lane;
 }
 
 Result<Config> load_config(const std::string& path, bool required, const std::vector<std::string>& sets) {

@@ -119,6 +119,11 @@ struct Config {
       std::string dcqcn_preset = "connectx";  // "connectx" (NIC defaults) or "paper"
       bool notification_point = true;      // answer CE-marked requests with CNPs
       uint32_t ack_every = 1;              // AckReq on every n-th request packet while cc runs
+      // INT on the wire (docs/wire.md "INT"): off here, unlike the engine's
+      // default, because Linux routers stamp no INT: a shim would only cost
+      // 8 bytes a request and hide the BTH from tshark and the eBPF probes.
+      bool int_telemetry = false;
+      bool per_lane = false;               // one controller per lane (docs/cc/README.md "Per lane")
     } cc;
     // docs/lossy.md: lane weights (CE / loss / delay steer the spray) and
     // the reorder window's upper bound in us (0: stays at reorder_timeout).
