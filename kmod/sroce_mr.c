@@ -50,82 +50,6 @@ static struct page **sroce_umem_pages(struct ib_umem *umem,
 	return pages;
 }
 
-struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
-{
-	struct sroce_ucontext *uctx = sroce_uctx(udata);
-	struct sroce_reg_mr req = {
-		.addr = start, .length = length, .iova = iova,
-		.pd = to_spd(ibpd)->handle, .access = access,
-	};
-	struct sroce_kmr_ext ext = {};
-	struct sroce_reg_mr_resp resp;
-	struct sroce_region *r;
-	struct sroce_mr *mr;
-	struct page **pages;
-	unsigned long npages;
-	int err;
-
-	/* No ODP (the pages are pinned), no memory windows. */
-	if (access & ~SROCE_MR_ACCESS)
-		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > to_sdev(ibpd->device)->limits.max_mr_size)
-		return ERR_PTR(-EINVAL);
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->uctx = uctx;
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(mr->umem)) {
-		err = PTR_ERR(mr->umem);
-		goto err_free;
-	}
-	err = -ENOMEM;
-	r = sroce_region_new(ib_umem_num_pages(mr->umem) << PAGE_SHIFT,
-			     mr->umem->writable);
-	if (!r)
-		goto err_umem;
-	r->pages = sroce_umem_pages(mr->umem, &npages);
-	if (!r->pages) {
-		sroce_region_free(r);
-		goto err_umem;
-	}
-	err = sroce_chan_add_region(uctx->chan, r);
-	if (err) {
-		kvfree(r->pages);
-		sroce_region_free(r);
-		goto err_umem;
-	}
-	mr->region = r;
-
-	ext.map.offset = (u64)r->pgoff << PAGE_SHIFT;
-	ext.map.bytes = r->bytes;
-	ext.first_byte = ib_umem_offset(mr->umem);
-	ext.writable = r->writable;
-	err = sroce_ucall(uctx, SROCE_OP_REG_MR, &req, sizeof(req), &ext,
-			  sizeof(ext), &resp, sizeof(resp));
-	if (err)
-		goto err_region;
-	mr->ibmr.lkey = resp.lkey;
-	mr->ibmr.rkey = resp.rkey;
-	mr->access = access;
-	/* ib_uverbs sets these after reg_mr, not for the MR a rereg returns */
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
-	sroce_live_inc(SROCE_OBJ_MR);
-	return &mr->ibmr;
-
-err_region:
-	pages = r->pages;
-	sroce_chan_del_region(uctx->chan, r);	/* zaps, then frees r */
-	kvfree(pages);
-err_umem:
-	ib_umem_release(mr->umem);
-err_free:
-	kfree(mr);
-	return ERR_PTR(err);
-}
-
 /* Pins [start, start + length) and offers its pages to sroced as a region. */
 static int sroce_mr_pin(struct sroce_ucontext *uctx, struct ib_device *dev,
 			u64 start, u64 length, int access,
@@ -175,6 +99,52 @@ static void sroce_mr_unpin(struct sroce_ucontext *uctx, struct ib_umem *umem,
 	sroce_chan_del_region(uctx->chan, r);	/* zaps, then frees r */
 	kvfree(pages);
 	ib_umem_release(umem);
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_ucontext *uctx = sroce_uctx(udata);
+	struct sroce_reg_mr req = {
+		.addr = start, .length = length, .iova = iova,
+		.pd = to_spd(ibpd)->handle, .access = access,
+	};
+	struct sroce_kmr_ext ext = {};
+	struct sroce_reg_mr_resp resp;
+	struct sroce_mr *mr;
+	int err;
+
+	/* No ODP: the pages are pinned. */
+	if (access & ~SROCE_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > to_sdev(ibpd->device)->limits.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = uctx;
+	err = sroce_mr_pin(uctx, ibpd->device, start, length, access,
+			   &mr->umem, &mr->region, &ext);
+	if (err)
+		goto err_free;
+	err = sroce_ucall(uctx, SROCE_OP_REG_MR, &req, sizeof(req), &ext,
+			  sizeof(ext), &resp, sizeof(resp));
+	if (err)
+		goto err_unpin;
+	mr->ibmr.lkey = resp.lkey;
+	mr->ibmr.rkey = resp.rkey;
+	mr->access = access;
+	/* ib_uverbs sets these after reg_mr, not for the MR a rereg returns */
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	sroce_live_inc(SROCE_OBJ_MR);
+	return &mr->ibmr;
+
+err_unpin:
+	sroce_mr_unpin(uctx, mr->umem, mr->region);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
 }
 
 /*
