@@ -28,10 +28,6 @@ using Impl = Engine::Impl;
 
 constexpr uint32_t kMaxFires = 6;  // the response timer doubles at most 2^6 times
 
-uint32_t ring(uint32_t psn) { return psn & (kLossyWindow - 1); }
-bool test(const uint64_t* m, uint32_t psn) { return (m[ring(psn) >> 6] >> (ring(psn) & 63)) & 1; }
-void set(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] |= uint64_t{1} << (ring(psn) & 63); }
-void clr(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] &= ~(uint64_t{1} << (ring(psn) & 63)); }
 
 void count_drop(Impl& e, Qp& qp, RxDropReason r) {
   ++e.stats_.rx_dropped;
@@ -46,13 +42,13 @@ uint32_t next_psn(const Qp& qp, const SendWqe& w) {
 }
 
 void ask(Lossy& l, uint32_t psn) {
-  if (test(l.rd_ask, psn)) return;
-  set(l.rd_ask, psn);
+  if (psn_bit(l.rd_ask, psn)) return;
+  set_psn_bit(l.rd_ask, psn);
   ++l.rd_ask_n;
 }
 void unask(Lossy& l, uint32_t psn) {
-  if (!test(l.rd_ask, psn)) return;
-  clr(l.rd_ask, psn);
+  if (!psn_bit(l.rd_ask, psn)) return;
+  clr_psn_bit(l.rd_ask, psn);
   --l.rd_ask_n;
 }
 
@@ -101,7 +97,7 @@ uint32_t Engine::Impl::lossy_read_ask_range(Qp& qp, uint32_t from, uint32_t to, 
     if (psn_diff(stop, to) > 0) stop = to;
     if (psn_diff(stop, end) > 0) stop = end;
     for (; psn_diff(q, stop) < 0; q = psn_add(q, 1)) {
-      if (test(l.rd_have, q) || test(l.rd_ask, q) || (!again && test(l.rd_sent, q))) continue;
+      if (psn_bit(l.rd_have, q) || psn_bit(l.rd_ask, q) || (!again && psn_bit(l.rd_sent, q))) continue;
       ask(l, q);
       ++n;
     }
@@ -251,7 +247,7 @@ void Engine::Impl::lossy_on_read_resp(Qp& qp, const sroce_pkt& pkt, const sroce_
 
   uint32_t base = 0;
   const bool placed_before =
-      w.done || psn_diff(psn, next_psn(qp, w)) < 0 || test(l.rd_have, psn);
+      w.done || psn_diff(psn, next_psn(qp, w)) < 0 || psn_bit(l.rd_have, psn);
   bool placed = false;
   if (!placed_before && lossy_read_base(qp, &base) &&
       psn_diff(psn, base) < static_cast<int32_t>(kLossyWindow)) {
@@ -269,14 +265,14 @@ void Engine::Impl::lossy_on_read_resp(Qp& qp, const sroce_pkt& pkt, const sroce_
         return;
       }
     }
-    set(l.rd_have, psn);
+    set_psn_bit(l.rd_have, psn);
     unask(l, psn);
-    clr(l.rd_sent, psn);
+    clr_psn_bit(l.rd_sent, psn);
     placed = true;
     // The placed prefix moves over what arrived (the bits are cleared as it
     // passes them, so a bit is only ever a PSN placed ahead of the prefix).
-    for (uint32_t q = next_psn(qp, w); !w.done && test(l.rd_have, q); q = next_psn(qp, w)) {
-      clr(l.rd_have, q);
+    for (uint32_t q = next_psn(qp, w); !w.done && psn_bit(l.rd_have, q); q = next_psn(qp, w)) {
+      clr_psn_bit(l.rd_have, q);
       if (q == w.last_psn) {
         w.resp_bytes = w.length;
         w.done = true;
@@ -392,23 +388,23 @@ size_t Engine::Impl::lossy_read_rerequest(Qp& qp, uint8_t* out, PacketMeta& meta
   }
   for (uint32_t k = 0; k < kLossyWindow && l.rd_ask_n > 0; ++k) {
     const uint32_t q = psn_add(base, static_cast<int32_t>(k));
-    if (!test(l.rd_ask, q)) continue;
+    if (!psn_bit(l.rd_ask, q)) continue;
     unask(l, q);
-    set(l.rd_sent, q);
+    set_psn_bit(l.rd_sent, q);
     uint32_t i = qp.sq_head;
     for (; i != qp.sq_tail && qp.wqe(i).started; ++i)
       if (psn_diff(q, qp.wqe(i).first_psn) >= 0 && psn_diff(q, qp.wqe(i).last_psn) <= 0) break;
     if (i == qp.sq_tail || !qp.wqe(i).started) continue;
     const SendWqe& w = qp.wqe(i);
     if (w.done || !lossy_read_sel(qp, w) || psn_diff(q, next_psn(qp, w)) < 0 ||
-        test(l.rd_have, q))
+        psn_bit(l.rd_have, q))
       continue;  // placed meanwhile
     // The run: consecutive asked PSNs of this READ.
     uint32_t end = q;
-    while (end != w.last_psn && k + 1 < kLossyWindow && test(l.rd_ask, psn_add(end, 1))) {
+    while (end != w.last_psn && k + 1 < kLossyWindow && psn_bit(l.rd_ask, psn_add(end, 1))) {
       end = psn_add(end, 1);
       unask(l, end);
-      set(l.rd_sent, end);
+      set_psn_bit(l.rd_sent, end);
       ++k;
     }
     const uint32_t off = static_cast<uint32_t>(psn_diff(q, w.first_psn)) * qp.mtu;

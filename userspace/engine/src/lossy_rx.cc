@@ -53,18 +53,11 @@ Duration reorder_window(const EngineConfig& c, const Lossy& l) {
   return std::min(std::max({w, kReoFloor, skew}), cap);
 }
 uint32_t ns32(Time t) { return static_cast<uint32_t>(t.ps / 1000); }
-bool test(const uint64_t* m, uint32_t psn) { return (m[ring(psn) >> 6] >> (ring(psn) & 63)) & 1; }
-void set(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] |= uint64_t{1} << (ring(psn) & 63); }
-void clr(uint64_t* m, uint32_t psn) { m[ring(psn) >> 6] &= ~(uint64_t{1} << (ring(psn) & 63)); }
 
 void count_drop(Impl& e, Qp& qp, RxDropReason r) {
   ++e.stats_.rx_dropped;
   ++e.stats_.rx_drop_reason[r];
   ++qp.stats.rx_dropped;
-}
-
-bool covers(const Mr& mr, uint64_t va, uint64_t len) {
-  return va >= mr.iova && len <= mr.length && va - mr.iova <= mr.length - len;
 }
 
 // SEND payload into a receive WQE's SGEs at byte offset `off` (each SGE
@@ -117,11 +110,11 @@ void skew_sample(const EngineConfig& c, Lossy& l, uint32_t psn, Time now) {
 bool declare_lost(Qp& qp, uint32_t q, uint64_t* lost_words, Time now) {
   Lossy& l = qp.lossy;
   const int32_t d = psn_diff(q, qp.resp_psn);
-  if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, q) || test(lost_words, q))
+  if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || psn_bit(l.have, q) || psn_bit(lost_words, q))
     return false;
   if (l.rx_mixed && psn_diff(q, l.rx_floor) < 0) return false;  // compatible: go-back-N
-  set(lost_words, q);
-  set(l.report, q);
+  set_psn_bit(lost_words, q);
+  set_psn_bit(l.report, q);
   l.rxs[ring(q)].asked_ns = ns32(now);
   if (!l.rtt_probe_on) {
     // RTT sample: from this request to its retransmission.
@@ -194,16 +187,16 @@ void run_deferred(Impl& e, Qp& qp, uint32_t p, const RxSlot& d) {
 // and MSN happen here, so completions stay in order (IBA 10.8).
 void commit(Impl& e, Qp& qp) {
   Lossy& l = qp.lossy;
-  while (test(l.have, qp.resp_psn)) {
+  while (psn_bit(l.have, qp.resp_psn)) {
     const uint32_t p = qp.resp_psn;
     RxSlot& r = l.rxs[ring(p)];
     if (r.action == RxSlot::kDeferred) {
       const RxSlot d = r;
       r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
-      clr(l.have, p);
-      clr(l.lost, p);
-      clr(l.stale, p);
-      clr(l.report, p);
+      clr_psn_bit(l.have, p);
+      clr_psn_bit(l.lost, p);
+      clr_psn_bit(l.stale, p);
+      clr_psn_bit(l.report, p);
       run_deferred(e, qp, p, d);
       if (qp.state == QpState::kErr) return;
       l.gap_fires = 0;
@@ -215,7 +208,7 @@ void commit(Impl& e, Qp& qp) {
       if (rq.empty()) {
         // WRITE with immediate and no receive WQE: IBA 9.7 RNR NAK; the data
         // already placed is written again by the retransmission.
-        clr(l.have, p);
+        clr_psn_bit(l.have, p);
         e.resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, qp.attr.min_rnr_timer), p, false);
         return;
       }
@@ -237,10 +230,10 @@ void commit(Impl& e, Qp& qp) {
       qp.msn = psn_add(qp.msn, 1);
     }
     r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
-    clr(l.have, p);
-    clr(l.lost, p);
-    clr(l.stale, p);
-    clr(l.report, p);
+    clr_psn_bit(l.have, p);
+    clr_psn_bit(l.lost, p);
+    clr_psn_bit(l.stale, p);
+    clr_psn_bit(l.report, p);
     qp.resp_psn = psn_add(p, 1);
     l.gap_fires = 0;
   }
@@ -254,10 +247,10 @@ void commit(Impl& e, Qp& qp) {
 void passed(Qp& qp, uint32_t from) {
   Lossy& l = qp.lossy;
   for (uint32_t p = from; p != qp.resp_psn && psn_diff(qp.resp_psn, p) > 0; p = psn_add(p, 1)) {
-    clr(l.have, p);
-    clr(l.lost, p);
-    clr(l.stale, p);
-    clr(l.report, p);
+    clr_psn_bit(l.have, p);
+    clr_psn_bit(l.lost, p);
+    clr_psn_bit(l.stale, p);
+    clr_psn_bit(l.report, p);
     l.rxs[ring(p)] = RxSlot{.hole_ns = l.rxs[ring(p)].hole_ns};
     if (psn_diff(p, from) >= static_cast<int32_t>(kLossyWindow)) break;
   }
@@ -456,7 +449,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   }
 
   const int32_t d = psn_diff(psn, qp.resp_psn);
-  if (d < 0 || (d < static_cast<int32_t>(kLossyWindow) && test(l.have, psn))) {
+  if (d < 0 || (d < static_cast<int32_t>(kLossyWindow) && psn_bit(l.have, psn))) {
     // Already had it: a spurious retransmission (echoed to the sender).
     // Resent by the sender's timer although we have it: our ACKs are not
     // getting through (a path that drops them). The ACKs move to the next
@@ -484,7 +477,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     return;
   }
   if (d >= static_cast<int32_t>(kLossyWindow)) return count_drop(*this, qp, kRxDropOutOfSequence);
-  if (test(l.lost, psn) && !(leh.flags & SROCE_LEH_F_RETX)) {
+  if (psn_bit(l.lost, psn) && !(leh.flags & SROCE_LEH_F_RETX)) {
     // The original of a PSN we declared lost: the reorder window was too
     // short (RACK widens it on a DSACK; RFC 8985 6.2).
     if (l.reo_mult < kReoMultMax) ++l.reo_mult;
@@ -534,9 +527,9 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
         r.swap_add = pkt.atmeth.swap_add;
         r.compare = pkt.atmeth.compare;
       }
-      set(l.have, psn);
-      clr(l.lost, psn);
-      clr(l.report, psn);
+      set_psn_bit(l.have, psn);
+      clr_psn_bit(l.lost, psn);
+      clr_psn_bit(l.report, psn);
     } else if (d != 0) {
       count_drop(*this, qp, kRxDropOutOfSequence);
     } else {
@@ -551,9 +544,9 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     if (!place(*this, qp, pkt, leh, d == 0)) {
       if (qp.state == QpState::kErr) return;
     } else {
-      set(l.have, psn);
-      clr(l.lost, psn);
-      clr(l.report, psn);
+      set_psn_bit(l.have, psn);
+      clr_psn_bit(l.lost, psn);
+      clr_psn_bit(l.report, psn);
       commit(*this, qp);
     }
   }
@@ -594,7 +587,7 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
       uint32_t later = 0;
       for (uint32_t q = psn_add(l.rx_high, -1); psn_diff(q, qp.resp_psn) >= 0;
            q = psn_add(q, -1)) {
-        if (test(l.have, q))
+        if (psn_bit(l.have, q))
           ++later;
         else if (later >= cfg_.lossy.ooo_threshold)
           declared |= declare_lost(qp, q, l.lost, now);
@@ -635,8 +628,8 @@ void Engine::Impl::lossy_rx_compat(Qp& qp, const sroce_pkt& pkt, const PacketMet
 void Engine::Impl::lossy_rx_trimmed(Qp& qp, uint32_t psn, Time now) {
   Lossy& l = qp.lossy;
   const int32_t d = psn_diff(psn, qp.resp_psn);
-  if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || test(l.have, psn)) return;
-  clr(l.lost, psn);  // ask even if asked before: this copy was cut too
+  if (d < 0 || d >= static_cast<int32_t>(kLossyWindow) || psn_bit(l.have, psn)) return;
+  clr_psn_bit(l.lost, psn);  // ask even if asked before: this copy was cut too
   declare_lost(qp, psn, l.lost, now);
   if (psn_diff(psn_add(psn, 1), l.rx_high) > 0) {
     for (uint32_t q = l.rx_high; psn_diff(q, psn) < 0; q = psn_add(q, 1))
@@ -672,15 +665,15 @@ void Engine::Impl::lossy_rx_timer(Qp& qp, Time now) {
   };
   bool any = false, fresh = false;
   for (uint32_t q = qp.resp_psn; psn_diff(q, l.gap_mark) < 0; q = psn_add(q, 1)) {
-    if (test(l.have, q)) continue;
-    if (!test(l.lost, q)) {
+    if (psn_bit(l.have, q)) continue;
+    if (!psn_bit(l.lost, q)) {
       fresh |= declare_lost(qp, q, l.lost, now);
-    } else if (test(l.stale, q) && reask_due(q)) {
-      set(l.report, q);
+    } else if (psn_bit(l.stale, q) && reask_due(q)) {
+      set_psn_bit(l.report, q);
       l.rxs[ring(q)].asked_ns = ns32(now);
       any = true;
     } else {
-      set(l.stale, q);
+      set_psn_bit(l.stale, q);
     }
   }
   if (fresh && ++l.reo_clean >= kReoCleanRounds) {
@@ -718,10 +711,10 @@ void Engine::Impl::lossy_ack_trailer(Qp& qp, uint8_t* out, PacketMeta& meta) {
   const bool is_ack = sroce_aeth_type(qp.ack_syndrome) == SROCE_AETH_ACK;
   for (uint32_t i = 0; is_ack && i < kSackBits; ++i) {
     const uint32_t q = psn_add(qp.resp_psn, static_cast<int32_t>(i));  // ack_psn + 1 + i
-    if (test(l.have, q)) a.sack |= uint64_t{1} << i;
-    if (test(l.report, q)) {
+    if (psn_bit(l.have, q)) a.sack |= uint64_t{1} << i;
+    if (psn_bit(l.report, q)) {
       a.rtx |= uint64_t{1} << i;
-      clr(l.report, q);
+      clr_psn_bit(l.report, q);
     }
   }
   l.echo_psn = 0;

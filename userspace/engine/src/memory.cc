@@ -9,14 +9,6 @@ namespace sroce {
 
 using namespace eng;
 
-namespace {
-
-bool covers(const Mr& mr, uint64_t va, uint64_t len) {
-  return va >= mr.iova && len <= mr.length && va - mr.iova <= mr.length - len;
-}
-
-}  // namespace
-
 // IBA 10.6 (memory protection): every SGE of a local WR must name a valid MR of the
 // QP's PD that contains it and grants the access the operation needs.
 // The keys are checked once, when the WQE starts; packets then use the

@@ -23,10 +23,6 @@ namespace {
 
 Error err(int code, std::string msg) { return Error{code, std::move(msg)}; }
 
-bool covers(const Mr& mr, uint64_t va, uint64_t len) {
-  return va >= mr.iova && len <= mr.length && va - mr.iova <= mr.length - len;
-}
-
 // IBA 10.6.7.2: the access a window may grant (local write is accepted and meaningless,
 // as libibverbs programs pass it; zero-based addressing only for type 2).
 constexpr uint32_t kMwAccessKnown = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |

@@ -34,6 +34,11 @@ struct Mr {
   uint32_t mw_bound = 0;     // MR: windows bound to it (dereg/rereg EBUSY while > 0)
 };
 
+// [va, va + len) lies inside the MR's (or bound window's) range; no overflow.
+inline bool covers(const Mr& mr, uint64_t va, uint64_t len) {
+  return va >= mr.iova && len <= mr.length && va - mr.iova <= mr.length - len;
+}
+
 // One receive WQE; its SGEs live in the owning queue's flat SGE array.
 struct RecvWqe {
   uint64_t wr_id = 0;

@@ -96,6 +96,11 @@ enum class InMsg : uint8_t { kNone, kSend, kWrite };
 // beyond its expected PSN. Power of two (ring index = PSN & (kLossyWindow-1)).
 constexpr uint32_t kLossyWindow = 256;
 constexpr uint32_t kLossyWords = kLossyWindow / 64;
+// One bit per PSN of the window (bitmaps of kLossyWords words, ring-indexed).
+inline uint32_t lossy_ring(uint32_t psn) { return psn & (kLossyWindow - 1); }
+inline bool psn_bit(const uint64_t* m, uint32_t psn) { return (m[lossy_ring(psn) >> 6] >> (lossy_ring(psn) & 63)) & 1; }
+inline void set_psn_bit(uint64_t* m, uint32_t psn) { m[lossy_ring(psn) >> 6] |= uint64_t{1} << (lossy_ring(psn) & 63); }
+inline void clr_psn_bit(uint64_t* m, uint32_t psn) { m[lossy_ring(psn) >> 6] &= ~(uint64_t{1} << (lossy_ring(psn) & 63)); }
 constexpr uint32_t kSackBits = 64;  // SACK / retransmit-request bitmaps in an ACK
 
 // Requester: one transmitted PSN.
