@@ -18,7 +18,7 @@ GENERATOR  := -G Ninja
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build build-asan build-fuzz test test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-dpdk bench-ebpf clean defconfig menuconfig
+.PHONY: all deps build build-asan build-fuzz test test-security test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-dpdk bench-ebpf clean defconfig menuconfig
 
 all: build
 
@@ -53,6 +53,11 @@ test-unit: build build-asan
 kmod: deps
 	@cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) --target kmod
+
+# The security suite alone (docs/security.md): attacks by a second local uid
+# and forged packets against a live sroced, each of which must fail.
+test-security: build-asan
+	cd $(ASAN_BUILD) && ctest -L security --output-on-failure
 
 test-vm: build-asan
 	cd $(ASAN_BUILD) && ctest -L vm --output-on-failure
