@@ -121,6 +121,8 @@ Result<QpStats> Engine::qp_stats(Qpn qpn) const { return impl_->qp_stats(qpn); }
 size_t Engine::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
   return impl_->lane_stats(qpn, out);
 }
+Result<size_t> Engine::qp_memory_bytes(Qpn qpn) const { return impl_->qp_memory_bytes(qpn); }
+size_t Engine::memory_bytes() const { return impl_->memory_bytes(); }
 
 int Engine::post_send(Qpn qpn, const SendWr& wr, Time now) {
   return impl_->post_send(qpn, wr, now);

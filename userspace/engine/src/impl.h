@@ -70,6 +70,8 @@ class Engine::Impl {
   Result<void> destroy_qp(Qpn qpn);
   Result<QpStats> qp_stats(Qpn qpn) const;
   size_t lane_stats(Qpn qpn, std::span<LaneStats> out) const;  // lossy.cc
+  Result<size_t> qp_memory_bytes(Qpn qpn) const;                 // footprint.cc
+  size_t memory_bytes() const;                                   // footprint.cc
 
   // --- data path ---
   int post_send(Qpn qpn, const SendWr& wr, Time now);                                    // post.cc
@@ -172,6 +174,7 @@ class Engine::Impl {
   void resp_execute(eng::Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta);
 
   // lossy mode: negotiation, lanes, requester (lossy.cc); receiver (lossy_rx.cc)
+  bool lossy_alloc(eng::Qp& qp);  // lossy.cc: false = no memory
   void lossy_reset_tx(eng::Qp& qp);
   void lossy_reset_rx(eng::Qp& qp);
   bool lossy_tx_gate(eng::Qp& qp);

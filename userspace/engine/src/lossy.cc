@@ -4,6 +4,7 @@
 // exponential backoff as the last resort. The receiver is lossy_rx.cc.
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "impl.h"
 
@@ -86,6 +87,27 @@ void weight_delay_sample(const EngineConfig& c, Lossy& l, LaneTx& t, int64_t r, 
 }
 
 }  // namespace
+
+bool Engine::Impl::lossy_alloc(Qp& qp) {
+  Lossy& l = qp.lossy;
+  if (l.mem) return true;
+  const auto n = static_cast<uint16_t>(std::clamp<uint32_t>(cfg_.lossy.lanes, 1, kMaxLanes));
+  std::unique_ptr<LossyMem> m(new (std::nothrow) LossyMem);
+  std::unique_ptr<LaneTx[]> lanes(new (std::nothrow) LaneTx[n]);
+  std::unique_ptr<RdLaneTx[]> rd(new (std::nothrow) RdLaneTx[n]);
+  if (!m || !lanes || !rd) return false;
+  l.txw = m->txw;
+  l.rxs = m->rxs;
+  l.lanes_rx = m->lanes_rx;
+  l.rd_rx = m->rd_rx;
+  l.rd_rep = m->rd_rep;
+  l.lanes = std::span<LaneTx>(lanes.get(), n);
+  l.rd_tx = std::span<RdLaneTx>(rd.get(), n);
+  l.mem = std::move(m);
+  l.lane_mem = std::move(lanes);
+  l.rd_lane_mem = std::move(rd);
+  return true;
+}
 
 void Engine::Impl::lossy_reset_tx(Qp& qp) {
   Lossy& l = qp.lossy;
@@ -616,16 +638,20 @@ size_t Engine::Impl::lane_stats(Qpn qpn, std::span<LaneStats> out) const {
     LaneStats& o = out[i];
     o = LaneStats{};
     o.src_port = lane_port(qp, static_cast<uint8_t>(i));
-    o.active = l.tx ? l.lanes[i].active : i == 0;
-    o.tx_packets = l.lanes[i].tx;
-    o.retransmits = l.lanes[i].retx;
-    o.naks = l.lanes[i].naks;
-    o.losses_detected = l.lanes_rx[i].losses;
-    o.srtt_ps = l.lanes[i].srtt_ps;
-    o.weight = l.lanes[i].weight;
-    o.ce_echoed = l.lanes[i].ce;
-    o.weight_cuts = l.lanes[i].cuts;
-    o.int_high = l.lanes[i].int_high;
+    // Without the lossy windows (no RTR yet, or lossy mode not offered) and
+    // for lanes the peer uses beyond ours, the sending side's fields stay 0.
+    static const LaneTx kIdle{};
+    const LaneTx& t = i < l.lanes.size() ? l.lanes[i] : kIdle;
+    o.active = l.tx ? t.active : i == 0;
+    o.tx_packets = t.tx;
+    o.retransmits = t.retx;
+    o.naks = t.naks;
+    o.losses_detected = i < l.lanes_rx.size() ? l.lanes_rx[i].losses : 0;
+    o.srtt_ps = t.srtt_ps;
+    o.weight = t.weight;
+    o.ce_echoed = t.ce;
+    o.weight_cuts = t.cuts;
+    o.int_high = t.int_high;
     if (i < qp.cc.lanes.size() && qp.cc.lanes[i].ctl) {
       o.cc_rate_bps = qp.cc.lanes[i].ctl->rate_bps();
       o.cc_window_bytes = qp.cc.lanes[i].ctl->window_bytes();

@@ -88,6 +88,9 @@ class RecvQueue {
   const Sge* sges_at(uint32_t k) const {
     return &sge_[static_cast<size_t>((head_ + k) & mask_) * max_sge_];
   }
+  size_t memory_bytes() const {
+    return wqe_.capacity() * sizeof(RecvWqe) + sge_.capacity() * sizeof(Sge);
+  }
 
  private:
   std::vector<RecvWqe> wqe_;

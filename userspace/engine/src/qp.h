@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "congestion.h"
@@ -210,7 +212,25 @@ struct LaneRx {
   uint64_t losses = 0;
 };
 
+// The windows and per-lane arrays of a lossy QP, allocated once, when an RC
+// QP that offers lossy mode first goes to RTR (lossy_alloc): the control path,
+// where ENOMEM can be returned; a QP that never connects, and every UC/UD QP,
+// holds none of it. Per-lane state of our own sending is sized by the
+// configured lane count; state about the peer's lanes (which the peer
+// chooses, up to kMaxLanes) has room for all of them.
+struct LossyMem {
+  TxSlot txw[kLossyWindow];
+  RxSlot rxs[kLossyWindow];
+  LaneRx lanes_rx[kMaxLanes];
+  RdLaneRx rd_rx[kMaxLanes];
+  RdRepair rd_rep[kRdRepairs];
+};
+
 struct Lossy {
+  // Owners of the spans below (empty until lossy_alloc).
+  std::unique_ptr<LossyMem> mem;
+  std::unique_ptr<LaneTx[]> lane_mem;
+  std::unique_ptr<RdLaneTx[]> rd_lane_mem;
   // negotiation
   bool offer = false;     // this QP offers lossy mode (engine config, RC only)
   bool peer_cap = false;  // a packet of the peer QP carried CAP
@@ -232,14 +252,14 @@ struct Lossy {
   int64_t srtt_ps = 0, rttvar_ps = 0;
   int64_t lane_base_ps = 0;  // lowest RTT sample of any lane (lane weights)
   Time weight_at;            // lane weights last restored
-  std::vector<TxSlot> txw;  // kLossyWindow
-  LaneTx lanes[kMaxLanes];
+  std::span<TxSlot> txw;  // kLossyWindow (LossyMem)
+  std::span<LaneTx> lanes;  // the configured lanes (LossyMem)
   // responder
   uint64_t have[kLossyWords] = {};    // ring by PSN: received and placed
   uint64_t report[kLossyWords] = {};  // ring by PSN: lost, to request in the next ACK
   uint64_t lost[kLossyWords] = {};    // ring by PSN: declared lost (asked once)
   uint64_t stale[kLossyWords] = {};   // ring by PSN: asked, and still missing at a timer fire
-  std::vector<RxSlot> rxs;            // kLossyWindow
+  std::span<RxSlot> rxs;              // kLossyWindow (LossyMem)
   uint32_t rx_high = 0;       // one past the highest PSN received
   // Mid-stream switch: PSNs before rx_floor (the lowest PSN known to have
   // been sent with a trailer) may be compatible packets still to come in
@@ -279,13 +299,13 @@ struct Lossy {
   Time rtt_probe_at;
   uint32_t gap_fires = 0;     // consecutive timer fires without progress (backoff)
   Time gap_deadline = Time::never();
-  LaneRx lanes_rx[kMaxLanes];
+  std::span<LaneRx> lanes_rx;  // kMaxLanes: the peer's lanes (LossyMem)
   // READ responses (lossy_read.cc, docs/lossy.md). Responder: the lanes it
   // sprays responses over, and repairs asked for by the requester.
   uint16_t rd_next_lane = 0;
   uint8_t rd_rep_head = 0, rd_rep_n = 0;
-  RdLaneTx rd_tx[kMaxLanes];
-  RdRepair rd_rep[kRdRepairs];
+  std::span<RdLaneTx> rd_tx;   // the configured lanes (LossyMem)
+  std::span<RdRepair> rd_rep;  // kRdRepairs (LossyMem)
   // Requester: response PSNs placed out of order and PSNs to ask for again,
   // rings by PSN over [base, base + kLossyWindow) where base is the first
   // unplaced response PSN of the oldest unfinished lossy READ.
@@ -298,7 +318,7 @@ struct Lossy {
   uint16_t rd_peer_lanes = 1;  // the responder's lane count (trailer flags)
   uint32_t rd_fires = 0;       // response timer fires without progress (backoff)
   Time rd_deadline = Time::never();
-  RdLaneRx rd_rx[kMaxLanes];
+  std::span<RdLaneRx> rd_rx;  // kMaxLanes: the peer's lanes (LossyMem)
   // Mid-stream switch: a go-back-N over the compatible PSNs that stops at S
   // (the cursor then jumps forward to high_psn; lossy_rewind_stop).
   bool compat_rewind = false;

@@ -181,13 +181,9 @@ Result<Qpn> Engine::Impl::create_qp(Handle pd, const QpInitAttr& a) {
   }
   qp.rwqe_sge.assign(rsge, Sge{});
   qp.res.assign(cfg_.max_rd_atomic == 0 ? 1 : cfg_.max_rd_atomic, Resource{});  // see alloc_res()
-  // Lossy mode (docs/lossy.md): RC only; its windows are sized here.
+  // Lossy mode (docs/lossy.md): RC only; its windows come at RTR (lossy_alloc).
   qp.lossy = Lossy{};
   qp.lossy.offer = qp.is_rc() && cfg_.lossy.enable;
-  if (qp.lossy.offer) {
-    qp.lossy.txw.assign(kLossyWindow, TxSlot{});
-    qp.lossy.rxs.assign(kLossyWindow, RxSlot{});
-  }
   cc_qp_create(*this, qp);
   qp.mtu = qp.is_ud() ? mtu_max_ : 1024;
   qp.src_port = static_cast<uint16_t>(0xc000 | (mix64(cfg_.seed ^ qp.qpn) & 0x3fff));
@@ -213,7 +209,7 @@ Result<void> Engine::Impl::destroy_qp(Qpn qpn) {
   if (qp.srq != kNone) --srqs_[qp.srq].refs;
   // Type 2 windows bound through this QP are invalidated with it (IBA 10.6.7.2.2): their
   // MRs can then be deregistered.
-  for (uint32_t m = 0; m < mrs_.capacity(); ++m)
+  for (uint32_t m = 0; m < mrs_.built(); ++m)
     if (mrs_.used(m) && mrs_[m].kind == kMwType2 && !mrs_[m].invalidated && mrs_[m].mw_qpn == qpn)
       mw_unbind(mrs_[m]);
   qps_.release(s);
@@ -301,6 +297,10 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
   if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > cfg_.max_rd_atomic)
     return err(EINVAL, "modify_qp: max_dest_rd_atomic above the device limit " +
                            std::to_string(cfg_.max_rd_atomic));
+  // Lossy mode's windows (qp.h, LossyMem): a QP that offers it may get a
+  // trailer from its first packet on, so they are there from RTR.
+  if (next == QpState::kRtr && qp.lossy.offer && !lossy_alloc(qp))
+    return err(ENOMEM, "modify_qp: no memory for the lossy-mode windows");
 
   // ---------------- apply ----------------
   QpAttr& q = qp.attr;

@@ -27,6 +27,7 @@ class Ring {
     return buf_[head_++ & mask_];
   }
   bool empty() const { return head_ == tail_; }
+  size_t memory_bytes() const { return buf_.capacity() * sizeof(T); }
 
  private:
   std::vector<T> buf_;

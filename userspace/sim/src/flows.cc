@@ -19,6 +19,9 @@ FlowRunner::FlowRunner(Network& net, std::vector<Host*> hosts, const FlowRunnerC
 
 Result<void> FlowRunner::setup() {
   hs_.resize(hosts_.size());
+  idle_.resize(hosts_.size());
+  idle_head_.assign(hosts_.size(), 0);
+  idle_count_.assign(hosts_.size(), 0);
   for (size_t i = 0; i < hosts_.size(); ++i) {
     Host& h = *hosts_[i];
     HostState& s = hs_[i];
@@ -65,6 +68,7 @@ Result<void> FlowRunner::add(const std::vector<FlowSpec>& flows) {
     if (r.wrs >= (1u << kChunkBits)) return Error{EINVAL, "flow too large for chunk_bytes"};
     flows_.push_back(r);
     flow_qp_.push_back(0);
+    waiting_next_.push_back(kNoFlow);
     if (cfg_.verify) {
       Regions g;
       g.src = hosts_[f.src]->memory().alloc(r.spec.bytes, 64);
@@ -89,7 +93,7 @@ Result<uint32_t> FlowRunner::new_qp(uint32_t src, uint32_t dst) {
     QpInitAttr ia;
     ia.qp_type = QpType::kRc;
     ia.send_cq = ia.recv_cq = s.cq;
-    ia.cap.max_send_wr = cfg_.qp.send_wr;
+    ia.cap.max_send_wr = k == 0 ? cfg_.qp.send_wr : 1;  // the server end posts nothing
     ia.cap.max_recv_wr = 1;  // WRITEs consume no receives
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
@@ -103,6 +107,8 @@ Result<uint32_t> FlowRunner::new_qp(uint32_t src, uint32_t dst) {
     e.send_cq = e.recv_cq = s.cq;
     e.qpn = *qpn;
   }
+  q.src = src;
+  q.dst = dst;
   Rng rng(Rng::mix(net_.sim().seed() ^ (uint64_t{src} << 40 | uint64_t{dst} << 16 | qps_.size())));
   q.client.sq_psn = static_cast<uint32_t>(rng.next() & 0xffffff);
   q.server.sq_psn = static_cast<uint32_t>(rng.next() & 0xffffff);
@@ -128,7 +134,7 @@ void FlowRunner::start_flow(uint64_t index, Time) {
   // An idle QP of the pair, else a new one, else the least loaded.
   int64_t pick = -1;
   for (uint32_t q : pool)
-    if (qps_[q].outstanding == 0) {
+    if (qps_[q].outstanding == 0 && qps_[q].queued == 0) {
       pick = q;
       break;
     }
@@ -139,14 +145,45 @@ void FlowRunner::start_flow(uint64_t index, Time) {
     pick = *q;
   }
   if (pick < 0) {
+    auto load = [&](uint32_t q) { return qps_[q].outstanding + qps_[q].queued; };
     pick = pool.front();
     for (uint32_t q : pool)
-      if (qps_[q].outstanding < qps_[static_cast<uint32_t>(pick)].outstanding) pick = q;
+      if (load(q) < load(static_cast<uint32_t>(pick))) pick = q;
   }
-  Qp& qp = qps_[static_cast<uint32_t>(pick)];
-  const HostState& s = hs_[r.spec.src];
-  const HostState& d = hs_[r.spec.dst];
-  for (uint32_t c = 0; c < r.wrs; ++c) {
+  const auto q = static_cast<uint32_t>(pick);
+  Qp& qp = qps_[q];
+  if (qp.idle) {
+    qp.idle = false;
+    ++qp.idle_mark;
+    --idle_count_[qp.src];
+  }
+  flow_qp_[index] = q;
+  // Behind the flows already waiting on this QP.
+  if (qp.wait_tail == kNoFlow) qp.wait_head = index;
+  else waiting_next_[qp.wait_tail] = index;
+  qp.wait_tail = index;
+  qp.queued += r.wrs;
+  post_waiting(q);
+}
+
+void FlowRunner::post_waiting(uint32_t q) {
+  Qp& qp = qps_[q];
+  if (qp.posting) return;  // the outer call goes on with what this one would post
+  qp.posting = true;
+  while (qp.wait_head != kNoFlow && qp.outstanding < cfg_.qp.send_wr) {
+    const uint64_t index = qp.wait_head;
+    FlowRecord& r = flows_[index];
+    const uint32_t c = r.wrs_posted;
+    if (c + 1 >= r.wrs || r.error) {  // its last WRITE (or none left): off the list
+      qp.wait_head = waiting_next_[index];
+      if (qp.wait_head == kNoFlow) qp.wait_tail = kNoFlow;
+    }
+    if (r.error) {
+      qp.queued -= r.wrs - c;
+      continue;
+    }
+    const HostState& s = hs_[r.spec.src];
+    const HostState& d = hs_[r.spec.dst];
     const uint64_t off = uint64_t{c} * cfg_.chunk_bytes;
     const auto len =
         static_cast<uint32_t>(std::min<uint64_t>(cfg_.chunk_bytes, r.spec.bytes - off));
@@ -160,27 +197,82 @@ void FlowRunner::start_flow(uint64_t index, Time) {
     wr.sgl = std::span<const Sge>(&sge, 1);
     wr.rdma.remote_addr = dst;
     wr.rdma.rkey = d.keys.rkey;
-    if (const int rc = qp.client.host->post_send(qp.client.qpn, wr); rc != 0)
-      return fail(index, "post_send failed, errno " + std::to_string(rc));
+    ++r.wrs_posted;
+    --qp.queued;
     ++qp.outstanding;
+    if (const int rc = qp.client.host->post_send(qp.client.qpn, wr); rc != 0) {
+      --qp.outstanding;
+      fail(index, "post_send failed, errno " + std::to_string(rc));
+      if (c + 1 < r.wrs) {  // still on the list: the rest is dropped when it comes up
+        qp.queued -= r.wrs - c - 1;
+        r.wrs_posted = r.wrs;
+      }
+    }
   }
-  flow_qp_[index] = static_cast<uint32_t>(pick);
+  qp.posting = false;
+}
+
+void FlowRunner::became_idle(uint32_t q) {
+  Qp& qp = qps_[q];
+  if (cfg_.idle_qps_per_host == 0 || qp.idle || qp.closed) return;
+  qp.idle = true;
+  const uint32_t h = qp.src;
+  idle_[h].push_back({q, qp.idle_mark});
+  ++idle_count_[h];
+  // Close the QPs idle longest, past the bound (entries of QPs that were
+  // reused since are stale: their mark moved on).
+  while (idle_count_[h] > cfg_.idle_qps_per_host) {
+    const IdleEntry e = idle_[h][idle_head_[h]++];
+    const Qp& o = qps_[e.qp];
+    if (o.idle && o.idle_mark == e.mark) close_qp(e.qp);
+  }
+  if (idle_head_[h] > 64 && idle_head_[h] * 2 > idle_[h].size()) {
+    idle_[h].erase(idle_[h].begin(), idle_[h].begin() + static_cast<std::ptrdiff_t>(idle_head_[h]));
+    idle_head_[h] = 0;
+  }
+}
+
+void FlowRunner::close_qp(uint32_t q) {
+  Qp& qp = qps_[q];
+  qp.closed = true;
+  if (qp.idle) --idle_count_[qp.src];
+  qp.idle = false;
+  ++qp.idle_mark;
+  // Everything it carried is acknowledged; a late duplicate still on the
+  // wire is dropped by the peer as for an unknown QP.
+  for (QpEnd* e : {&qp.client, &qp.server})
+    if (auto r = e->engine->destroy_qp(e->qpn); !r && first_error_.empty())
+      first_error_ = "destroy_qp: " + r.error().message;
+  auto& pool = pairs_[uint64_t{qp.src} << 32 | qp.dst];
+  pool.erase(std::remove(pool.begin(), pool.end(), q), pool.end());
+  ++qps_closed_;
 }
 
 void FlowRunner::on_wc(uint32_t host, const Wc& wc, Time now) {
   const uint64_t index = wc.wr_id >> kChunkBits;
   if (index >= flows_.size() || flows_[index].spec.src != host) return;
   FlowRecord& r = flows_[index];
-  Qp& qp = qps_[flow_qp_[index]];
+  const uint32_t q = flow_qp_[index];
+  Qp& qp = qps_[q];
   if (qp.outstanding > 0) --qp.outstanding;
   if (wc.status != WcStatus::kSuccess) {
-    return fail(index, std::string("completion status ") + to_string(wc.status));
-  }
-  if (++r.wrs_done == r.wrs && !r.error) {
+    fail(index, std::string("completion status ") + to_string(wc.status));
+  } else if (++r.wrs_done == r.wrs && !r.error) {
     r.end = now;
     ++completed_;
     bytes_done_ += r.spec.bytes;
   }
+  post_waiting(q);
+  if (qp.outstanding == 0 && qp.queued == 0 && wc.status == WcStatus::kSuccess) became_idle(q);
+}
+
+uint64_t FlowRunner::qp_memory_bytes() const {
+  uint64_t n = 0;
+  for (const Qp& q : qps_)
+    if (!q.closed)
+      for (const QpEnd* e : {&q.client, &q.server})
+        if (auto b = e->engine->qp_memory_bytes(e->qpn)) n += *b;
+  return n;
 }
 
 bool FlowRunner::verify(std::string* why) const {

@@ -5,6 +5,18 @@
 
 namespace sroce::sim {
 
+ArenaMemory::Block::Block(uint64_t n) : p_(static_cast<std::byte*>(std::calloc(n ? n : 1, 1))), n_(n) {
+  if (p_ == nullptr) {
+    std::fprintf(stderr, "sroce-sim: no memory for an arena of %llu bytes\n",
+                 static_cast<unsigned long long>(n));
+    std::abort();
+  }
+}
+
+ArenaMemory::Block::~Block() { std::free(p_); }
+
+ArenaMemory::ArenaMemory(uint64_t base, uint64_t size) : base_(base), bytes_(size) {}
+
 bool ArenaMemory::read(uint64_t addr, std::span<std::byte> out) {
   if (!contains(addr, out.size())) {
     ++stats_.faults;

@@ -8,6 +8,8 @@
 //     --set traffic=websearch --set load=0.5 --set duration_us=10000
 //
 // Progress goes to stderr (one line per `progress_us` of simulated time).
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +47,12 @@ SwitchConfig switch_config(const ScenarioOptions& opt, uint64_t link_bps) {
   return c;
 }
 
+double max_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
 Json dist_json(const Dist& d) {
   return {{"count", d.count}, {"p50", d.p50},   {"p95", d.p95},
           {"p99", d.p99},     {"mean", d.mean}, {"max", d.max}};
@@ -76,8 +84,14 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
 
   FlowRunnerConfig fc;
   fc.qp.mtu = mtu_of(mtu);
-  fc.qp.send_wr = 512;
-  fc.qp.cqe = static_cast<uint32_t>(opt.param_u64("cqe", 8192));
+  // Send queue depth: a flow's WRITEs beyond it wait in the runner (flows.h).
+  fc.qp.send_wr = static_cast<uint32_t>(opt.param_u64("send_wr", 64));
+  // One CQ per host, drained after every engine call: it holds at most the
+  // completions of one call (one QP's send queue, or a few).
+  fc.qp.cqe = static_cast<uint32_t>(opt.param_u64("cqe", 1024));
+  // Idle QPs a host keeps (flows.h): the rest are closed, so memory follows
+  // the flows in progress. 0 keeps every QP.
+  fc.idle_qps_per_host = static_cast<uint32_t>(opt.param_u64("idle_qps", 16));
   fc.chunk_bytes = static_cast<uint32_t>(opt.param_u64("chunk", 1u << 20));
   fc.verify = opt.param_u64("verify", 0) != 0;
   HostConfig hc;
@@ -222,12 +236,21 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   const Duration step = Duration::micros(static_cast<int64_t>(opt.param_u64("progress_us", 1000)));
   const bool progress = opt.param_u64("progress", 1) != 0;
   Time t = Time{};
+  auto engine_bytes = [&] {
+    uint64_t n = 0;
+    for (Host* h : hosts) n += h->engine().memory_bytes();
+    return n;
+  };
+  uint64_t engine_peak = engine_bytes();
+  uint64_t qps_open_peak = 0;
   while (
       t < end &&
       !(runner.all_done() && runner.started() == specs.size() && sim.now() >= Time{} + duration) &&
       sim.pending() > 0) {
     t = std::min(end, t + step);
     sim.run(t);
+    engine_peak = std::max(engine_peak, engine_bytes());
+    qps_open_peak = std::max<uint64_t>(qps_open_peak, runner.qps_open());
     if (progress) {
       const double wall =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_run0).count();
@@ -352,6 +375,9 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"incomplete", specs.size() - runner.completed()},
       {"flow_errors", runner.errors()},
       {"qps", runner.qps()},
+      {"qps_open", runner.qps_open()},
+      {"qps_open_peak", qps_open_peak},
+      {"qps_closed", runner.qps_closed()},
       {"p50_slowdown", fr.slowdown.p50},
       {"p95_slowdown", fr.slowdown.p95},
       {"p99_slowdown", fr.slowdown.p99},
@@ -383,6 +409,15 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"util_fabric_max", fab_max},
       {"engine", to_json(es)},
       {"stalls", stalls},
+      // Memory (docs/sim.md, "Scale"): the process's peak resident set; the
+      // engines' own accounting (all hosts) at its peak over the progress
+      // steps and at the end; the open QPs' share of it per QP end.
+      {"max_rss_mb", max_rss_mb()},
+      {"engine_bytes_peak", engine_peak},
+      {"engine_bytes_end", engine_bytes()},
+      {"bytes_per_qp",
+       runner.qps_open() > 0 ? runner.qp_memory_bytes() / (2 * runner.qps_open()) : 0},
+      {"packets_peak", net.pool().capacity()},
       {"events", sim.events_run()},
       {"setup_wall_s", setup_wall},
       {"run_wall_s", wall},

@@ -348,6 +348,13 @@ class Engine {
   // Per-lane counters of an RC QP: fills out[0..n) and returns n (the QP's
   // lane count, at most out.size()); 0 for an unknown QP.
   size_t lane_stats(Qpn qpn, std::span<LaneStats> out) const;
+  // Memory (docs/engine.md, "Memory"): bytes the engine holds for one QP
+  // (its slot, send and receive queues, responder resources, lossy-mode
+  // windows once it reached RTR, congestion-control rings), and for the
+  // whole engine (every table's built slots and every object's queues).
+  // Sizes follow each object's caps and configuration, not the maxima.
+  Result<size_t> qp_memory_bytes(Qpn qpn) const;
+  size_t memory_bytes() const;
 
   // --- data path ----------------------------------------------------------
   // 0 on success, else the errno ibv_post_send returns (EINVAL, ENOMEM when the

@@ -12,6 +12,16 @@
 // its pair, or connects a new one (instantly: connection setup is control
 // path), at most `max_qps_per_pair`, then queues on the least loaded. Each
 // host has one PD, one CQ for all its QPs, and one MR over its whole arena.
+// A QP's WRITEs wait in the runner when its send queue is full (as an
+// application's would) and are posted as earlier ones complete, so the send
+// queue's depth bounds memory, not the flow sizes. The receiving end of a
+// flow QP posts nothing: its send queue has one entry.
+//
+// Idle QPs (`idle_qps_per_host`): with a bound, a source host keeps at most
+// that many idle QPs; past it the one idle longest is destroyed at both ends
+// (an application closing a connection it has not used for a while), so the
+// QPs alive follow the flows in progress, not every pair that ever talked.
+// 0 keeps every QP, as persistent connections.
 //
 // Memory: by default every flow of a host writes from the same source buffer
 // into the same destination buffer at the peer (chunk_bytes each; contents
@@ -34,6 +44,7 @@ struct FlowRunnerConfig {
   QpOptions qp;                     // mtu, timeouts, SQ depth ...
   uint32_t chunk_bytes = 1u << 20;  // largest WRITE of a flow
   uint32_t max_qps_per_pair = 8;
+  uint32_t idle_qps_per_host = 0;  // 0: keep every QP; else close the oldest idle past it
   bool verify = false;
   // IP traffic class of every flow: ECT(0) (0b10) so switches may mark CE
   // (RFC 3168; DCQCN needs marks). 0 makes the traffic not ECN-capable.
@@ -44,6 +55,7 @@ struct FlowRecord {
   FlowSpec spec;
   Time end = Time::never();  // completion of the last WRITE at the sender
   uint32_t wrs = 0;
+  uint32_t wrs_posted = 0;
   uint32_t wrs_done = 0;
   bool error = false;
   bool done() const { return end != Time::never(); }
@@ -68,7 +80,11 @@ class FlowRunner {
   uint64_t bytes_completed() const { return bytes_done_; }
   bool all_done() const { return completed_ + errors_ == flows_.size(); }
   const std::string& first_error() const { return first_error_; }
-  uint64_t qps() const { return qps_.size(); }
+  uint64_t qps() const { return qps_.size(); }           // QPs connected so far
+  uint64_t qps_open() const { return qps_.size() - qps_closed_; }
+  uint64_t qps_closed() const { return qps_closed_; }
+  // Engine memory of the open QPs (Engine::qp_memory_bytes), both ends.
+  uint64_t qp_memory_bytes() const;
   // With verify: every completed flow's destination equals its source.
   bool verify(std::string* why) const;
 
@@ -83,14 +99,32 @@ class FlowRunner {
   struct Qp {
     QpEnd client;
     QpEnd server;
-    uint32_t outstanding = 0;  // WRs posted, not completed
+    uint32_t src = 0, dst = 0;  // host indices (client at src)
+    uint32_t outstanding = 0;   // WRs posted, not completed
+    uint32_t queued = 0;        // WRs of waiting flows not posted yet
+    bool posting = false;       // post_waiting runs for it (completions may re-enter)
+    // Flows with WRITEs not yet posted (the send queue was full), in order:
+    // a list through waiting_next_ (kNoFlow: empty).
+    uint64_t wait_head = kNoFlow;
+    uint64_t wait_tail = kNoFlow;
+    uint32_t idle_mark = 0;  // bumped when the QP leaves the idle list
+    bool idle = false;
+    bool closed = false;
   };
+  struct IdleEntry {
+    uint32_t qp;
+    uint32_t mark;
+  };
+  static constexpr uint64_t kNoFlow = UINT64_MAX;
   struct Regions {
     uint64_t src = 0;
     uint64_t dst = 0;
   };
 
   void start_flow(uint64_t index, Time now);
+  void post_waiting(uint32_t q);  // posts waiting WRITEs while the send queue has room
+  void became_idle(uint32_t q);
+  void close_qp(uint32_t q);
   Result<uint32_t> new_qp(uint32_t src, uint32_t dst);
   void on_wc(uint32_t host, const Wc& wc, Time now);
   void fail(uint64_t flow, const std::string& why);
@@ -106,6 +140,11 @@ class FlowRunner {
   std::vector<FlowRecord> flows_;
   std::vector<Regions> regions_;   // verify only
   std::vector<uint32_t> flow_qp_;  // the QP each started flow was posted on
+  std::vector<uint64_t> waiting_next_;  // per flow: the next flow waiting on its QP
+  std::vector<std::vector<IdleEntry>> idle_;  // per source host: idle QPs, oldest first
+  std::vector<size_t> idle_head_;             // ... from this index
+  std::vector<uint32_t> idle_count_;          // ... of which still idle
+  uint64_t qps_closed_ = 0;
   uint64_t started_ = 0;
   uint64_t completed_ = 0;
   uint64_t errors_ = 0;

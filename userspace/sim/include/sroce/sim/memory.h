@@ -22,9 +22,13 @@ struct MemoryStats {
   uint64_t audit_violations = 0;  // writes outside every audited range (performed)
 };
 
+// The arena's bytes come zeroed from calloc, which maps large blocks from the
+// kernel's zero pages: a page costs memory only once it is written, so a
+// host whose payload is discarded (HostConfig::discard_payload) or that
+// touches a few buffers holds only those pages, whatever the arena's size.
 class ArenaMemory final : public MemoryAccess {
  public:
-  ArenaMemory(uint64_t base, uint64_t size) : base_(base), bytes_(size) {}
+  ArenaMemory(uint64_t base, uint64_t size);
 
   bool read(uint64_t addr, std::span<std::byte> out) override;
   bool write(uint64_t addr, std::span<const std::byte> in) override;
@@ -60,8 +64,23 @@ class ArenaMemory final : public MemoryAccess {
     uint64_t addr;
     uint64_t len;
   };
+  // A zeroed block of memory from calloc (see above).
+  class Block {
+   public:
+    explicit Block(uint64_t n);
+    ~Block();
+    Block(const Block&) = delete;
+    Block& operator=(const Block&) = delete;
+    std::byte* data() const { return p_; }
+    uint64_t size() const { return n_; }
+    std::byte& operator[](uint64_t i) const { return p_[i]; }
+
+   private:
+    std::byte* p_ = nullptr;
+    uint64_t n_ = 0;
+  };
   uint64_t base_;
-  std::vector<std::byte> bytes_;
+  Block bytes_;
   uint64_t next_ = 0;
   std::vector<Range> audit_;
   MemoryStats stats_;

@@ -1,0 +1,177 @@
+// Memory follows use (docs/engine.md, "Memory"): a QP holds what its caps
+// ask for, lossy mode's windows come when an RC QP connects, and an engine
+// with no objects holds no QP slots. Measured twice: by the engine's own
+// accounting (memory_bytes, qp_memory_bytes) and by the allocator (bytes in
+// use before and after), which must agree, so that neither can drift.
+//
+// The bound for an idle QP (kIdleQpBound): its table slot (sizeof(Qp), about
+// 2.4 KiB once the lane arrays left it) plus queues for 16 send and 16
+// receive WRs of one SGE (about 2.7 KiB) plus the responder's READ/atomic
+// resources (16 x 72 bytes): about 6.3 KiB; 8 KiB leaves room for fields to
+// come and still fails if the 11.8 KiB of lane arrays went back into every
+// slot, or if any queue were sized by the device maxima (max_qp_wr 16384).
+#include <malloc.h>
+
+#include "harness.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+// <sanitizer/allocator_interface.h> is not always installed.
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#endif
+
+using namespace sroce;
+using namespace sroce::test;
+
+namespace {
+
+constexpr size_t kIdleQpBound = 8 * 1024;
+
+// Bytes the process's allocator has handed out and not taken back.
+size_t heap_in_use() {
+#if defined(__SANITIZE_ADDRESS__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+#endif
+}
+
+QpOpts small_caps() {
+  return QpOpts{.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1,
+                .max_inline = 0};
+}
+
+size_t qp_bytes(Host& h, Qpn q) {
+  auto r = h->qp_memory_bytes(q);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("memory: an engine without objects holds no QP slots", "[footprint]") {
+  // The default config: 1024 QPs, 4096 MRs, 1024 CQs. Before the tables
+  // were built on demand, this was about 15 MB (1024 QP slots of 14 KB).
+  EngineConfig cfg;
+  const Gid gid = Gid::from_ipv4(0x0a000001);
+  cfg.gids = {&gid, 1};
+  VecMemory mem(kMemBase, 4096);
+  const size_t h0 = heap_in_use();
+  auto e = std::make_unique<Engine>(cfg, mem);
+  const size_t grew = heap_in_use() - h0;
+  const size_t own = e->memory_bytes();
+  CAPTURE(grew, own);
+  CHECK(own < 256 * 1024);
+  CHECK(grew < 256 * 1024);
+  // The engine accounts for what the allocator saw, within a small slack
+  // (allocator headers, std::function and other small members).
+  CHECK(own <= grew + 4096);
+  CHECK(grew <= own + own / 4 + 4096);
+}
+
+TEST_CASE("memory: an idle QP holds what its caps ask for", "[footprint]") {
+  const bool lossy = GENERATE(false, true);
+  CAPTURE(lossy);
+  EngineConfig cfg;
+  cfg.lossy.enable = lossy;
+  Host h(0x0a000001, 1, cfg);
+  constexpr uint32_t kN = 64;
+  const size_t e0 = h->memory_bytes();
+  const size_t h0 = heap_in_use();
+  std::vector<Qpn> qps;
+  for (uint32_t i = 0; i < kN; ++i) qps.push_back(make_qp(h, small_caps()));
+  const size_t per_alloc = (heap_in_use() - h0) / kN;
+  const size_t per_own = (h->memory_bytes() - e0) / kN;
+  const size_t one = qp_bytes(h, qps[0]);
+  CAPTURE(per_alloc, per_own, one);
+  CHECK(one <= kIdleQpBound);
+  CHECK(per_alloc <= kIdleQpBound);
+  CHECK(per_own <= kIdleQpBound);
+  // The accounting matches the allocator (64 QPs: whole table segments).
+  CHECK(per_own <= per_alloc + 64);
+  CHECK(per_alloc <= per_own + per_own / 8);
+  // Destroying them gives the queues back (the table keeps its slots).
+  const size_t before_destroy = heap_in_use();
+  for (Qpn q : qps) REQUIRE(h->destroy_qp(q).ok());
+  const size_t freed = before_destroy - heap_in_use();
+  CAPTURE(freed);
+  CHECK(freed >= (per_own - sizeof(eng::Qp)) * kN * 9 / 10);
+}
+
+TEST_CASE("memory: a QP grows with its caps, not with the device maxima", "[footprint]") {
+  Host h(0x0a000001);
+  const Qpn small = make_qp(h, small_caps());
+  QpOpts big = small_caps();
+  big.max_send_wr = 1024;
+  const Qpn deep = make_qp(h, big);
+  QpOpts wide = small_caps();
+  wide.max_recv_wr = 1024;
+  wide.max_recv_sge = 4;
+  const Qpn rq = make_qp(h, wide);
+  const size_t s = qp_bytes(h, small), d = qp_bytes(h, deep), r = qp_bytes(h, rq);
+  CAPTURE(s, d, r);
+  // A send WQE is at least 112 bytes + its SGE and host address (24 bytes).
+  CHECK(d - s >= (1024 - 16) * (sizeof(eng::SendWqe) + 24));
+  CHECK(d - s <= (1024 - 16) * (sizeof(eng::SendWqe) + 24 + 64));
+  // A receive WQE with 4 SGEs: 16 bytes + 4 x 16 bytes.
+  CHECK(r - s >= (1024 - 16) * (16 + 4 * 16));
+  CHECK(r - s <= (1024 - 16) * (16 + 4 * 16 + 32));
+  // The device maxima (max_qp_wr 16384) would be megabytes.
+  CHECK(d < 256 * 1024);
+}
+
+TEST_CASE("memory: lossy mode's windows come at RTR and follow the lane count", "[footprint]") {
+  const uint16_t lanes = GENERATE(uint16_t{1}, uint16_t{16}, uint16_t{64});
+  const bool lossy = GENERATE(false, true);
+  CAPTURE(lanes, lossy);
+  EngineConfig cfg;
+  cfg.lossy.enable = lossy;
+  cfg.lossy.lanes = lanes;
+  Host a(0x0a000001, 11, cfg), b(0x0a000002, 22, cfg);
+  const Qpn qa = make_qp(a, small_caps()), qb = make_qp(b, small_caps());
+  const size_t idle = qp_bytes(a, qa);
+  to_init(a, qa, QpType::kRc);
+  CHECK(qp_bytes(a, qa) == idle);
+  const size_t h0 = heap_in_use();
+  to_rtr(a, qa, QpType::kRc, b, qb);
+  const size_t grew_alloc = heap_in_use() - h0;
+  to_rts(a, qa, QpType::kRc);
+  const size_t connected = qp_bytes(a, qa);
+  CAPTURE(idle, connected, grew_alloc);
+  if (!lossy) {
+    CHECK(connected == idle);
+    CHECK(grew_alloc < 512);
+    return;
+  }
+  const size_t want = sizeof(eng::LossyMem) + lanes * (sizeof(eng::LaneTx) + sizeof(eng::RdLaneTx));
+  CHECK(connected - idle == want);
+  CHECK(grew_alloc >= want);
+  CHECK(grew_alloc <= want + 512);
+  // 16 lanes (the default): about 25 KB; the whole block is under 40 KB at
+  // the 64-lane maximum.
+  CHECK(connected - idle < 40 * 1024);
+  // Traffic moves nothing more into the QP (the data path does not allocate).
+  connect(b, qb, QpType::kRc, a, qa);
+  Wire w(a, b);
+  a.mem.fill(a.addr(0), 64 * 1024, 5);
+  b.mem.zero(b.addr(0x100000), 64 * 1024);
+  REQUIRE(post(a, qa, WrOpcode::kRdmaWrite, {sge(a, 0, 64 * 1024)}, 1, kSendSignaled,
+               b.addr(0x100000), b.mr.rkey) == 0);
+  w.run();
+  const auto wc = a.poll();
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == WcStatus::kSuccess);
+  CHECK(qp_bytes(a, qa) == connected);
+  CHECK(a.mem.same(a.addr(0), b.mem, b.addr(0x100000), 64 * 1024));
+}
+
+TEST_CASE("memory: a UD QP never holds lossy-mode windows", "[footprint]") {
+  Host a(0x0a000001), b(0x0a000002);
+  QpOpts o = small_caps();
+  o.type = QpType::kUd;
+  const Qpn q = make_qp(a, o);
+  const size_t idle = qp_bytes(a, q);
+  connect(a, q, QpType::kUd, b, 0);
+  CHECK(qp_bytes(a, q) == idle);
+  CHECK(!a->qp_memory_bytes(q + 1).ok());
+}
