@@ -89,6 +89,15 @@ bench: build
 # lossless), the Odin flag at 1 MB of it as in the CI-sized runs. A scenario
 # whose own checks fail (a flow that did not complete: "ok":false) still
 # prints its line; make reports the error and goes on.
+# The simulator at scale (docs/sim.md, "Scale"): WebSearch 50 % for 10 ms on 128
+# and 1024 hosts and one 1024-host MoE all-to-all step; one JSON line
+# (events_per_s, run_wall_s, max_rss_mb, bytes_per_qp per run). Long: tens of
+# minutes on a loaded machine. BENCH_SIM_ARGS="--hosts 128 --alltoall-hosts 0" for less.
+.PHONY: bench-sim
+BENCH_SIM_ARGS ?=
+bench-sim: build
+	/usr/bin/python3 tools/bench/bench_sim.py --build $(BUILD) $(BENCH_SIM_ARGS)
+
 .PHONY: bench-cc
 BENCH_CC_ARGS ?=
 BENCH_CC_FABRIC = --set hosts=64 --set hosts_per_leaf=16 --set buffer_kb=32768 --set sb_flag=0.03125

@@ -101,6 +101,13 @@ std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, Rng& rng
   return out;
 }
 
+std::vector<FlowSpec> ring_flows(uint32_t hosts, uint64_t bytes, Time start) {
+  std::vector<FlowSpec> out;
+  if (hosts < 2) return out;
+  for (uint32_t i = 0; i < hosts; ++i) out.push_back({i, (i + 1) % hosts, bytes, start});
+  return out;
+}
+
 std::vector<FlowSpec> all_to_all_flows(uint32_t hosts, uint64_t bytes_per_src, double skew,
                                        Rng& rng, Time start) {
   std::vector<FlowSpec> out;

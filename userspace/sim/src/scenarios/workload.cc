@@ -91,7 +91,7 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   fc.qp.cqe = static_cast<uint32_t>(opt.param_u64("cqe", 1024));
   // Idle QPs a host keeps (flows.h): the rest are closed, so memory follows
   // the flows in progress. 0 keeps every QP.
-  fc.idle_qps_per_host = static_cast<uint32_t>(opt.param_u64("idle_qps", 16));
+  fc.idle_qps_per_host = static_cast<uint32_t>(opt.param_u64("idle_qps", 4));
   fc.chunk_bytes = static_cast<uint32_t>(opt.param_u64("chunk", 1u << 20));
   fc.verify = opt.param_u64("verify", 0) != 0;
   HostConfig hc;
@@ -200,6 +200,8 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
     specs = incast_flows(srcs, 0, bytes);
   } else if (traffic == "permutation") {
     specs = permutation_flows(nhosts, bytes, trng);
+  } else if (traffic == "ring") {
+    specs = ring_flows(nhosts, bytes);
   } else if (traffic == "alltoall") {
     specs = all_to_all_flows(nhosts, bytes, opt.param_f64("skew", 0), trng);
   } else {
@@ -210,7 +212,8 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
     }
     specs = poisson_flows(nhosts, *cdf, load, host_bps, duration, trng);
   }
-  const bool open_loop = traffic != "incast" && traffic != "permutation" && traffic != "alltoall";
+  const bool open_loop = traffic != "incast" && traffic != "permutation" &&
+                         traffic != "alltoall" && traffic != "ring";
 
   FlowRunner runner(net, hosts, fc);
   if (auto r = runner.setup(); !r) {

@@ -59,6 +59,9 @@ std::vector<FlowSpec> incast_flows(const std::vector<uint32_t>& srcs, uint32_t d
 // derangement (no host sends to itself).
 std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, Rng& rng,
                                         Time start = Time{});
+// One step of a ring all-reduce (reduce-scatter or all-gather, as NCCL's
+// ring runs them): host i sends `bytes` to host i+1 (mod hosts), all at once.
+std::vector<FlowSpec> ring_flows(uint32_t hosts, uint64_t bytes, Time start = Time{});
 // Every host sends to every other host; `bytes_per_src` is split over the
 // destinations by weight. skew = 0: uniform. skew s > 0: destination j has
 // weight 1/(1 + rank_j)^s with a random rank order per run (Zipf-like: with
