@@ -50,6 +50,9 @@ class ControlChannel {
   // 0 or a positive errno (the daemon's -errno negated, or EIO/ETIMEDOUT/EPROTO locally).
   int call(uint16_t op, const void* body, size_t body_len, void* reply, size_t reply_cap,
            ReplyFds* fds = nullptr, size_t* reply_len = nullptr);
+  // The same, passing `send_fd` with the request (SCM_RIGHTS; the caller keeps its copy).
+  int call_with_fd(uint16_t op, const void* body, size_t body_len, int send_fd, void* reply,
+                   size_t reply_cap, ReplyFds* fds = nullptr, size_t* reply_len = nullptr);
 
   int fd() const { return fd_; }
   bool dead() const { return dead_.load(std::memory_order_acquire); }
