@@ -133,20 +133,20 @@ int AbiClient::hello() {
   // As the provider: our own /proc/self/mem, and a probe the daemon reads back through it.
   int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
   if (mem < 0) return -errno;
-  int rc = hello_with(mem, SROCE_HELLO_MEM_FD, nullptr);
+  int rc = hello_with(mem, SROCE_HELLO_MEM_FD, false);
   close(mem);
   return rc;
 }
 
-int AbiClient::hello_with(int mem_fd, uint32_t flags, const uint64_t* probe_at) {
+int AbiClient::hello_with(int mem_fd, uint32_t flags, bool wrong_probe) {
   struct {
     sroce_hello hello;
     sroce_hello_mem mem;
   } req{};
   const volatile uint64_t probe = 0x5eed5eed00000000ull ^ reinterpret_cast<uintptr_t>(&req);
   req.hello = {SROCE_ABI_VERSION, flags};
-  req.mem.probe_addr = reinterpret_cast<uintptr_t>(probe_at ? probe_at : const_cast<const uint64_t*>(&probe));
-  req.mem.probe = probe_at ? *probe_at : probe;
+  req.mem.probe_addr = reinterpret_cast<uintptr_t>(&probe);
+  req.mem.probe = wrong_probe ? ~probe : probe;
   sroce_hello_resp resp{};
   std::vector<int> fds;
   int rc = call_fd(SROCE_OP_HELLO, &req, sizeof req, mem_fd, &resp, sizeof resp, &fds);

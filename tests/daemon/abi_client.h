@@ -85,9 +85,9 @@ class AbiClient {
   bool send_raw(const void* p, size_t len);
 
   int hello();  // as the provider: /proc/self/mem and a probe it reads back
-  // HELLO with `mem_fd` (-1: none) and `flags`; the probe is read at `probe_at` (nullptr: a
-  // value of ours). For tests of what the daemon refuses.
-  int hello_with(int mem_fd, uint32_t flags, const uint64_t* probe_at);
+  // HELLO with `mem_fd` (-1: none) and `flags`, and a probe that reads back or (`wrong_probe`)
+  // does not. For tests of what the daemon refuses.
+  int hello_with(int mem_fd, uint32_t flags, bool wrong_probe);
   std::string stats();  // SROCE_OP_STATS JSON text ("" on failure)
   int alloc_pd(uint32_t* pd);
   int reg_mr(uint32_t pd, const void* addr, size_t len, uint32_t access, sroce_reg_mr_resp* out);

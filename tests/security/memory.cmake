@@ -25,8 +25,9 @@ add_dependencies(sroce_secmem_attack sroced sroce_secmem_victim)
 add_test(NAME security_memory_exec COMMAND sroce_secmem_attack exec $<TARGET_FILE:sroce_secmem_victim>)
 add_test(NAME security_memory_exit COMMAND sroce_secmem_attack exit)
 add_test(NAME security_memory_huge_range COMMAND sroce_secmem_attack huge)
+add_test(NAME security_memory_hello_fd COMMAND sroce_secmem_attack hello)
 set_tests_properties(security_memory_exec security_memory_exit security_memory_huge_range
-  PROPERTIES RUN_SERIAL TRUE TIMEOUT 240)
+  security_memory_hello_fd PROPERTIES RUN_SERIAL TRUE TIMEOUT 240)
 
 sroce_security_label(security_memory_fence security_memory_exec security_memory_exit
-  security_memory_huge_range)
+  security_memory_huge_range security_memory_hello_fd)

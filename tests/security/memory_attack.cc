@@ -9,6 +9,8 @@
 //   sroce_secmem_attack exit              the connecting process exits, a forked child goes on
 //   sroce_secmem_attack huge              user B registers (almost) the whole address space;
 //                                         user A's MRs keep working, B never reaches them
+//   sroce_secmem_attack hello             HELLO with every descriptor but the process's own
+//                                         /proc/self/mem: refused
 //
 // Exit 0: the attack failed as it must; 1: it succeeded or the test broke; 77: not root.
 #include <arpa/inet.h>
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -280,6 +283,63 @@ int attacker_exit(char** argv) {
   return 0;
 }
 
+// HELLO with everything a hostile client could pass instead of its own /proc/self/mem; each is
+// refused with its errno, then the real thing works on the same connection. argv: role sock_a
+// result_fd
+int attacker_hello(char** argv) {
+  const std::string sock_a = argv[2];
+  const int result = std::atoi(argv[3]);
+  uint8_t code = 0;
+  auto check = [&](const char* what, int fd, uint32_t flags, bool wrong_probe, int want) {
+    AbiClient c;
+    int rc = c.connect(sock_a);
+    if (rc == 0) rc = c.hello_with(fd, flags, wrong_probe);
+    std::fprintf(stderr, "attacker: HELLO with %s: %d (want %d)\n", what, rc, want);
+    if (rc != want && code == 0) code = 30;
+    if (fd >= 0) close(fd);
+  };
+  check("no descriptor", -1, 0, false, -EPERM);
+  check("the flag but no descriptor", -1, SROCE_HELLO_MEM_FD, false, -EPERM);
+  check("a descriptor but no flag", open("/proc/self/mem", O_RDWR | O_CLOEXEC), 0, false, -EPERM);
+  check("a regular file", open("/etc/passwd", O_RDONLY | O_CLOEXEC), SROCE_HELLO_MEM_FD, false, -EBADF);
+  check("a memfd", memfd_create("x", MFD_CLOEXEC), SROCE_HELLO_MEM_FD, false, -EBADF);
+  check("/proc/self/environ", open("/proc/self/environ", O_RDONLY | O_CLOEXEC), SROCE_HELLO_MEM_FD, false,
+        -EBADF);
+  check("/proc/self/mem read-only", open("/proc/self/mem", O_RDONLY | O_CLOEXEC), SROCE_HELLO_MEM_FD, false,
+        -EBADF);
+  check("its own mem file and a wrong probe", open("/proc/self/mem", O_RDWR | O_CLOEXEC), SROCE_HELLO_MEM_FD, true,
+        -EBADF);
+  // Another process's memory it may open itself (its own child): not the peer's.
+  int hold[2];
+  if (pipe(hold) != 0) return 2;
+  pid_t child = fork();
+  if (child == 0) {
+    char c;
+    close(hold[1]);
+    (void)!read(hold[0], &c, 1);
+    _exit(0);
+  }
+  close(hold[0]);
+  const std::string other = "/proc/" + std::to_string(child) + "/mem";
+  int ofd = open(other.c_str(), O_RDWR | O_CLOEXEC);
+  if (ofd < 0) {
+    std::fprintf(stderr, "attacker: cannot open %s (%s): that case not tried\n", other.c_str(), strerror(errno));
+  } else {
+    check("another process's mem file", ofd, SROCE_HELLO_MEM_FD, false, -EBADF);
+  }
+  close(hold[1]);
+  waitpid(child, nullptr, 0);
+  // And the real thing, on a connection that was refused first.
+  AbiClient c;
+  uint32_t pd = 0;
+  if (c.connect(sock_a) != 0 || c.hello_with(-1, 0, false) != -EPERM || c.hello() != 0 || c.alloc_pd(&pd) != 0) {
+    std::fprintf(stderr, "attacker: the proper HELLO after a refused one failed\n");
+    if (code == 0) code = 31;
+  }
+  (void)!write(result, &code, 1);
+  return 0;
+}
+
 // argv: role sock_a sock_b addr_a addr_b result_fd victim_va
 int attacker_huge(char** argv) {
   const std::string sock_a = argv[2], sock_b = argv[3], addr_a = argv[4], addr_b = argv[5];
@@ -444,6 +504,21 @@ int test_exit() {
   return 0;
 }
 
+int test_hello() {
+  Setup s;
+  EXPECT(s.start(), 1);
+  int res[2];
+  EXPECT(pipe(res) == 0, 1);
+  pid_t p = spawn_as(kAttacker, {"attacker-hello", s.da->socket(), std::to_string(res[1])});
+  close(res[1]);
+  const int code = read_code(res[0], "attacker");
+  waitpid(p, nullptr, 0);
+  EXPECT(code == 0, 1);
+  EXPECT(serving(s.da->socket()), 1);
+  std::puts("HELLO: every descriptor but the peer's own mem file was refused");
+  return 0;
+}
+
 int test_huge() {
   Setup s;
   EXPECT(s.start(), 1);
@@ -481,6 +556,7 @@ int main(int argc, char** argv) {
   if (mode == "attacker-exec" && argc == 8) return attacker_exec(argv);
   if (mode == "attacker-exit" && argc == 7) return attacker_exit(argv);
   if (mode == "attacker-huge" && argc == 8) return attacker_huge(argv);
+  if (mode == "attacker-hello" && argc == 4) return attacker_hello(argv);
   if (mode == "victim-huge" && argc == 9) return victim_huge(argv);
   if (!have_root() || access("/usr/bin/setpriv", X_OK) != 0) {
     std::puts("SKIP: needs root (namespaces, a second uid) and setpriv");
@@ -489,6 +565,7 @@ int main(int argc, char** argv) {
   if (mode == "exec" && argc == 3) return test_exec(argv[2]);
   if (mode == "exit") return test_exit();
   if (mode == "huge") return test_huge();
+  if (mode == "hello") return test_hello();
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 1;
 }

@@ -1,7 +1,6 @@
 // Registration with libibverbs, device and context lifetime, device/port queries, and the
 // context's watcher thread (async events, daemon death).
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -222,29 +221,9 @@ int setup_context(Context* ctx, const char* devname) {
             strerror(err));
     return err;
   }
-  // sroced reaches this process's memory only through this file, bound to the address space
-  // we have now (an exec or exit ends it; docs/security.md "Memory"). It reads `probe` back.
-  int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-  if (mem < 0) {
-    err = errno;
-    fprintf(stderr, "libsroce: cannot open /proc/self/mem for sroced: %s\n", strerror(err));
-    return err;
-  }
-  struct {
-    sroce_hello hello;
-    sroce_hello_mem mem;
-  } req{};
-  static_assert(sizeof(req) == sizeof(sroce_hello) + sizeof(sroce_hello_mem));
-  const volatile uint64_t probe = reinterpret_cast<uintptr_t>(&req) ^ 0x5352'4f43'454d'454dull;
-  req.hello.abi_version = SROCE_ABI_VERSION;
-  req.hello.flags = SROCE_HELLO_MEM_FD;
-  req.mem.probe_addr = reinterpret_cast<uintptr_t>(&probe);
-  req.mem.probe = probe;
   sroce_hello_resp resp{};
   ReplyFds fds;
-  err = st->control.call_with_fd(SROCE_OP_HELLO, &req, sizeof(req), mem, &resp, sizeof(resp),
-                                 &fds);
-  close(mem);
+  err = st->control.hello(&resp, &fds);
   if (err != 0) return err;
   if (resp.abi_version != SROCE_ABI_VERSION || fds.count < 2) {
     fprintf(stderr, "libsroce: sroced speaks ABI %u with %d fds, need %u with 2\n",

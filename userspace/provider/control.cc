@@ -1,7 +1,9 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -99,6 +101,29 @@ int ControlChannel::call_with_fd(uint16_t op, const void* body, size_t body_len,
     return EIO;
   }
   return receive_reply(op, hdr.seq, reply, reply_cap, fds, reply_len);
+}
+
+int ControlChannel::hello(sroce_hello_resp* resp, ReplyFds* fds) {
+  int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (mem < 0) {
+    int err = errno;
+    fprintf(stderr, "libsroce: cannot open /proc/self/mem for sroced: %s\n", strerror(err));
+    return err;
+  }
+  struct {
+    sroce_hello hello;
+    sroce_hello_mem mem;
+  } req{};
+  static_assert(sizeof(req) == sizeof(sroce_hello) + sizeof(sroce_hello_mem));
+  // Any value at any address of ours does; this one lives until the reply is in.
+  const volatile uint64_t probe = reinterpret_cast<uintptr_t>(&req) ^ 0x53524f43454d454dull;
+  req.hello.abi_version = SROCE_ABI_VERSION;
+  req.hello.flags = SROCE_HELLO_MEM_FD;
+  req.mem.probe_addr = reinterpret_cast<uintptr_t>(&probe);
+  req.mem.probe = probe;
+  int err = call_with_fd(SROCE_OP_HELLO, &req, sizeof(req), mem, resp, sizeof(*resp), fds);
+  close(mem);
+  return err;
 }
 
 int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t reply_cap,

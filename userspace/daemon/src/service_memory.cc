@@ -38,12 +38,9 @@ pid_t mem_file_pid(std::string_view path) {
     path.remove_suffix(digits.size() + 1);
     return true;
   };
-  pid_t pid = -1, tid = -1;
+  pid_t pid = -1;
   if (!strip("/mem") || !number(pid)) return -1;
-  if (strip("/task")) {
-    tid = pid;
-    if (!number(pid)) return -1;
-  }
+  if (strip("/task") && !number(pid)) return -1;  // a thread's: the number before /task
   return pid;
 }
 
