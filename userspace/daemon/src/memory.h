@@ -130,7 +130,7 @@ class ProcessMemory final : public MemoryAccess {
     uint64_t reads = 0, writes = 0, bytes_read = 0, bytes_written = 0;
     uint64_t refused = 0;  // outside every registered range, unknown or untagged tag
     uint64_t failed = 0;   // the kernel refused (page unmapped)
-    uint64_t gone = 0;     // refused because the context's address space is gone (exec, exit)
+    uint64_t gone = 0;     // contexts whose address space was found gone (exec, exit)
     uint64_t window_fills = 0;  // read-ahead preads
     uint64_t window_hits = 0;   // reads served from a window
     uint64_t write_flushes = 0;  // staged runs written
