@@ -191,6 +191,56 @@ uint64_t context_gone_count(const std::string& socket) {
 }
 
 // ------------------------------------------------------------------ attacker roles (uid kAttacker)
+// The connecting process P holds `a` (on daemon A, its MR filled with a known pattern); it
+// forks, and the child C opens its own peer `b` on daemon B, so that whatever reaches C's
+// buffer came from A's side and nothing of C's depends on P's address space. P connects a's QPs
+// to b's, C connects b's to a's and checks that it can READ a's MR. Returns in both processes
+// (`*in_parent`); in P only once C's check passed (else P exits 2).
+int fork_peer(Side& a, Side& b, const std::string& sock_b, const std::string& addr_a, const std::string& addr_b,
+              int result, bool* in_parent) {
+  for (size_t i = 0; i < a.len; ++i) a.buf[i] = static_cast<uint8_t>(i * 3);
+  int to_p[2], to_c[2];
+  EXPECT(pipe(to_p) == 0 && pipe(to_c) == 0, 2);
+  pid_t pid = fork();
+  EXPECT(pid >= 0, 2);
+  *in_parent = pid > 0;
+  if (pid > 0) {
+    close(to_p[1]);
+    close(to_c[0]);
+    uint32_t qpn[2];
+    if (read(to_p[0], qpn, sizeof qpn) != sizeof qpn) _exit(2);
+    uint8_t ok = 0;
+    for (int i = 0; i < 2; ++i)
+      if (a.connect_to(i, qpn[i], addr_b) != 0) ok = 1;
+    if (write(to_c[1], &ok, 1) != 1 || ok != 0) _exit(2);
+    if (read(to_p[0], &ok, 1) != 1 || ok != 0) _exit(2);  // C's READ of our MR worked
+    return 0;
+  }
+  close(to_p[0]);
+  close(to_c[1]);
+  auto fail = [&](const char* what) {
+    std::fprintf(stderr, "attacker: %s\n", what);
+    uint8_t code = 2;
+    (void)!write(to_p[1], &code, 1);
+    (void)!write(result, &code, 1);
+    _exit(0);
+  };
+  if (b.open(sock_b, kLen) != 0) fail("cannot open the peer context");
+  uint32_t qpn[2] = {b.qp[0].qpn, b.qp[1].qpn};
+  uint8_t ok = 1;
+  if (write(to_p[1], qpn, sizeof qpn) != sizeof qpn || read(to_c[0], &ok, 1) != 1 || ok != 0)
+    fail("the connecting process could not connect its QPs");
+  for (int i = 0; i < 2; ++i)
+    if (b.connect_to(i, a.qp[i].qpn, addr_a) != 0) fail("cannot connect the peer QPs");
+  // The attack channel works while the connecting process is as it was.
+  if (b.rdma(0, IBV_WR_RDMA_READ, 0, 4096, reinterpret_cast<uint64_t>(a.buf), a.mr.rkey, 1) != IBV_WC_SUCCESS ||
+      memcmp(b.buf, a.buf, 4096) != 0)
+    fail("the peer cannot READ the MR before the attack");
+  ok = 0;
+  if (write(to_p[1], &ok, 1) != 1) fail("the connecting process is gone too early");
+  return 0;
+}
+
 // argv: role sock_a sock_b addr_a addr_b result_fd [victim]
 int attacker_exec(char** argv) {
   const std::string sock_a = argv[2], sock_b = argv[3], addr_a = argv[4], addr_b = argv[5];
@@ -198,17 +248,11 @@ int attacker_exec(char** argv) {
   const std::string victim = argv[7];
   Side a, b;
   EXPECT(a.open(sock_a, kLen, kFixed) == 0, 2);
-  EXPECT(b.open(sock_b, kLen) == 0, 2);
-  EXPECT(connect_pair(a, b, addr_a, addr_b) == 0, 2);
-  // The attack channel works before the exec: B reads A's MR.
-  for (size_t i = 0; i < kLen; ++i) a.buf[i] = static_cast<uint8_t>(i * 3);
-  EXPECT(b.rdma(0, IBV_WR_RDMA_READ, 0, 4096, kFixed, a.mr.rkey, 1) == IBV_WC_SUCCESS, 2);
-  EXPECT(memcmp(b.buf, a.buf, 4096) == 0, 2);
   int ready[2], go[2];
   EXPECT(pipe(ready) == 0 && pipe(go) == 0, 2);
-  pid_t pid = fork();
-  EXPECT(pid >= 0, 2);
-  if (pid > 0) {  // the process that connected: becomes the setuid victim
+  bool parent = false;
+  if (fork_peer(a, b, sock_b, addr_a, addr_b, result, &parent) != 0) return 2;
+  if (parent) {  // the process that connected: becomes the setuid victim
     close(ready[0]);
     close(go[1]);
     char addr[32], len[32], rfd[16], gfd[16];
@@ -252,16 +296,11 @@ int attacker_exit(char** argv) {
   const int result = std::atoi(argv[6]);
   Side a, b;
   EXPECT(a.open(sock_a, kLen) == 0, 2);
-  EXPECT(b.open(sock_b, kLen) == 0, 2);
-  EXPECT(connect_pair(a, b, addr_a, addr_b) == 0, 2);
-  for (size_t i = 0; i < kLen; ++i) a.buf[i] = static_cast<uint8_t>(i * 5);
-  EXPECT(b.rdma(0, IBV_WR_RDMA_READ, 0, 4096, reinterpret_cast<uint64_t>(a.buf), a.mr.rkey, 1) ==
-             IBV_WC_SUCCESS, 2);
   int alive[2];
   EXPECT(pipe(alive) == 0, 2);
-  pid_t pid = fork();
-  EXPECT(pid >= 0, 2);
-  if (pid > 0) _exit(0);  // the connecting process exits; its child goes on with the context
+  bool parent = false;
+  if (fork_peer(a, b, sock_b, addr_a, addr_b, result, &parent) != 0) return 2;
+  if (parent) _exit(0);  // the connecting process exits; its child goes on with the context
   close(alive[1]);
   auto finish = [&](uint8_t code) {
     (void)!write(result, &code, 1);
