@@ -183,7 +183,7 @@ json stats_of(const std::string& socket) {
 uint64_t context_gone_count(const std::string& socket) {
   for (int i = 0; i < 250; ++i) {  // up to 5 s: the loop closes the context on its next pass
     json j = stats_of(socket);
-    uint64_t n = j.is_null() ? 0 : j["service"]["contexts_gone"].get<uint64_t>();
+    uint64_t n = j.is_null() ? 0 : j["service"].value("contexts_gone", uint64_t{0});
     if (n > 0) return n;
     usleep(20000);
   }
@@ -379,14 +379,19 @@ int attacker_hello(char** argv) {
   return 0;
 }
 
-// argv: role sock_a sock_b addr_a addr_b result_fd victim_va
+// argv: role sock_a sock_b addr_a addr_b result_fd victim_va hold_fd. The huge MR stays
+// registered (the process waits for EOF on hold_fd) until the victim has checked its own MR.
 int attacker_huge(char** argv) {
   const std::string sock_a = argv[2], sock_b = argv[3], addr_a = argv[4], addr_b = argv[5];
   const int result = std::atoi(argv[6]);
   const uint64_t victim_va = std::strtoull(argv[7], nullptr, 16);
+  const int hold = std::atoi(argv[8]);
   uint8_t code = 0;
   auto done = [&](uint8_t c) {
     (void)!write(result, &c, 1);
+    char b;
+    while (read(hold, &b, 1) > 0) {
+    }
     return 0;
   };
   // One page low and one page near the top of the address space: REG_MR probes only the ends,
@@ -538,7 +543,7 @@ int test_exit() {
   EXPECT(code == 0, 1);
   EXPECT(context_gone_count(s.da->socket()) >= 1, 1);
   json j = stats_of(s.da->socket());
-  EXPECT(!j.is_null() && j["memory"]["gone"].get<uint64_t>() >= 1, 1);
+  EXPECT(!j.is_null() && j["memory"].value("gone", uint64_t{0}) >= 1, 1);
   EXPECT(serving(s.da->socket()), 1);
   std::puts("exit attack: the context's accesses failed and it was closed");
   return 0;
@@ -562,8 +567,8 @@ int test_hello() {
 int test_huge() {
   Setup s;
   EXPECT(s.start(), 1);
-  int va[2], go[2], vres[2], ares[2];
-  EXPECT(pipe(va) == 0 && pipe(go) == 0 && pipe(vres) == 0 && pipe(ares) == 0, 1);
+  int va[2], go[2], vres[2], ares[2], hold[2];
+  EXPECT(pipe(va) == 0 && pipe(go) == 0 && pipe(vres) == 0 && pipe(ares) == 0 && pipe(hold) == 0, 1);
   pid_t v = spawn_as(kVictim, {"victim-huge", s.da->socket(), s.db->socket(), s.ns.addr_a, s.ns.addr_b,
                                std::to_string(va[1]), std::to_string(go[0]), std::to_string(vres[1])});
   uint64_t victim_va = 0;
@@ -571,15 +576,23 @@ int test_huge() {
   char hex[32];
   snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(victim_va));
   pid_t a = spawn_as(kAttacker, {"attacker-huge", s.da->socket(), s.db->socket(), s.ns.addr_a, s.ns.addr_b,
-                                 std::to_string(ares[1]), hex});
+                                 std::to_string(ares[1]), hex, std::to_string(hold[0])});
   close(ares[1]);
+  close(hold[0]);
   const int acode = read_code(ares[0], "attacker");
+  // The attacker's huge MR is still registered while the victim uses its own.
+  json mid = stats_of(s.da->socket());
+  const uint64_t mrs = mid.is_null() ? 0 : mid["objects"].value("mrs", uint64_t{0});
+  std::fprintf(stderr, "daemon A holds %llu MRs while the victim checks its own\n",
+               static_cast<unsigned long long>(mrs));
   (void)!write(go[1], "g", 1);
   const int vcode = read_code(vres[0], "victim");
+  close(hold[1]);
   waitpid(a, nullptr, 0);
   waitpid(v, nullptr, 0);
   EXPECT(acode == 0, 1);
   EXPECT(vcode == 0, 1);
+  EXPECT(mrs >= 3, 1);  // victim's, attacker's small and huge ones: the attack was in place
   EXPECT(serving(s.da->socket()), 1);
   std::puts("huge-range attack: the victim's MR kept working byte for byte and was never reached");
   return 0;
@@ -595,7 +608,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   if (mode == "attacker-exec" && argc == 8) return attacker_exec(argv);
   if (mode == "attacker-exit" && argc == 7) return attacker_exit(argv);
-  if (mode == "attacker-huge" && argc == 8) return attacker_huge(argv);
+  if (mode == "attacker-huge" && argc == 9) return attacker_huge(argv);
   if (mode == "attacker-hello" && argc == 4) return attacker_hello(argv);
   if (mode == "victim-huge" && argc == 9) return victim_huge(argv);
   if (!have_root() || access("/usr/bin/setpriv", X_OK) != 0) {
