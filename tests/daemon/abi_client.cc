@@ -1,6 +1,7 @@
 // The test client's side of the sroce ABI.
 #include "abi_client.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -43,6 +44,11 @@ bool AbiClient::send_raw(const void* p, size_t len) {
 
 int AbiClient::call(uint16_t op, const void* body, size_t len, void* reply, size_t cap, std::vector<int>* fds,
                     size_t* reply_len) {
+  return call_fd(op, body, len, -1, reply, cap, fds, reply_len);
+}
+
+int AbiClient::call_fd(uint16_t op, const void* body, size_t len, int send_fd, void* reply, size_t cap,
+                       std::vector<int>* fds, size_t* reply_len) {
   sroce_msg_hdr h{};
   h.magic = SROCE_ABI_MAGIC;
   h.op = op;
@@ -51,7 +57,21 @@ int AbiClient::call(uint16_t op, const void* body, size_t len, void* reply, size
   std::byte out[SROCE_MAX_MSG];
   memcpy(out, &h, sizeof h);
   if (len) memcpy(out + sizeof h, body, len);
-  if (send(fd_, out, sizeof h + len, MSG_NOSIGNAL) < 0) return -EIO;
+  iovec oiov{out, sizeof h + len};
+  msghdr omsg{};
+  omsg.msg_iov = &oiov;
+  omsg.msg_iovlen = 1;
+  alignas(8) unsigned char ocontrol[CMSG_SPACE(sizeof(int))];
+  if (send_fd >= 0) {
+    omsg.msg_control = ocontrol;
+    omsg.msg_controllen = sizeof ocontrol;
+    cmsghdr* cm = CMSG_FIRSTHDR(&omsg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &send_fd, sizeof(int));
+  }
+  if (sendmsg(fd_, &omsg, MSG_NOSIGNAL) < 0) return -EIO;
 
   int64_t deadline = now_ms() + 5000;
   for (;;) {
@@ -110,10 +130,26 @@ Mapping AbiClient::map_fd(int fd, size_t len) {
 }
 
 int AbiClient::hello() {
-  sroce_hello req{SROCE_ABI_VERSION, 0};
+  // As the provider: our own /proc/self/mem, and a probe the daemon reads back through it.
+  int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (mem < 0) return -errno;
+  int rc = hello_with(mem, SROCE_HELLO_MEM_FD, false);
+  close(mem);
+  return rc;
+}
+
+int AbiClient::hello_with(int mem_fd, uint32_t flags, bool wrong_probe) {
+  struct {
+    sroce_hello hello;
+    sroce_hello_mem mem;
+  } req{};
+  const volatile uint64_t probe = 0x5eed5eed00000000ull ^ reinterpret_cast<uintptr_t>(&req);
+  req.hello = {SROCE_ABI_VERSION, flags};
+  req.mem.probe_addr = reinterpret_cast<uintptr_t>(&probe);
+  req.mem.probe = wrong_probe ? ~probe : probe;
   sroce_hello_resp resp{};
   std::vector<int> fds;
-  int rc = call(SROCE_OP_HELLO, &req, sizeof req, &resp, sizeof resp, &fds);
+  int rc = call_fd(SROCE_OP_HELLO, &req, sizeof req, mem_fd, &resp, sizeof resp, &fds);
   if (rc != 0) return rc;
   if (fds.size() != 2) return -EPROTO;
   async_fd_ = fds[0];

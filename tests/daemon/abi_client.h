@@ -78,10 +78,16 @@ class AbiClient {
   // status (0 or -errno), or -EIO / -ETIMEDOUT locally.
   int call(uint16_t op, const void* body, size_t len, void* reply = nullptr, size_t cap = 0,
            std::vector<int>* fds = nullptr, size_t* reply_len = nullptr);
+  // The same, passing `send_fd` (SCM_RIGHTS; -1: none) with the request.
+  int call_fd(uint16_t op, const void* body, size_t len, int send_fd, void* reply = nullptr, size_t cap = 0,
+              std::vector<int>* fds = nullptr, size_t* reply_len = nullptr);
   // Raw bytes on the socket (garbage tests).
   bool send_raw(const void* p, size_t len);
 
-  int hello();
+  int hello();  // as the provider: /proc/self/mem and a probe it reads back
+  // HELLO with `mem_fd` (-1: none) and `flags`, and a probe that reads back or (`wrong_probe`)
+  // does not. For tests of what the daemon refuses.
+  int hello_with(int mem_fd, uint32_t flags, bool wrong_probe);
   std::string stats();  // SROCE_OP_STATS JSON text ("" on failure)
   int alloc_pd(uint32_t* pd);
   int reg_mr(uint32_t pd, const void* addr, size_t len, uint32_t access, sroce_reg_mr_resp* out);

@@ -1,6 +1,7 @@
-// ProcessMemory: process_vm_readv/writev limited to registered ranges.
+// ProcessMemory: a context's own /proc/<pid>/mem, limited to registered ranges.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,13 +13,17 @@
 
 using sroce::daemon::ProcessMemory;
 
+namespace {
+int self_mem() { return open("/proc/self/mem", O_RDWR | O_CLOEXEC); }
+}  // namespace
+
 TEST_CASE("tagged access stays inside the tag's registered ranges", "[memory]") {
   ProcessMemory m(8);
   std::array<char, 256> buf{};
   std::array<char, 64> other{};
   memcpy(buf.data(), "hello sroce", 11);
   auto va = reinterpret_cast<uint64_t>(buf.data());
-  m.attach(1, getpid());
+  m.attach(1, self_mem());
   m.add_range(1, va, 128);  // only the first half is registered
 
   std::array<std::byte, 11> out{};
@@ -31,7 +36,7 @@ TEST_CASE("tagged access stays inside the tag's registered ranges", "[memory]") 
   // Memory the process has but did not register.
   CHECK_FALSE(m.read(ProcessMemory::tagged(1, reinterpret_cast<uint64_t>(other.data())), big));
   // Another tag (another process's context) never reaches this range.
-  m.attach(2, getpid());
+  m.attach(2, self_mem());
   CHECK_FALSE(m.read(ProcessMemory::tagged(2, va), out));
   // Unknown tag.
   CHECK_FALSE(m.read(ProcessMemory::tagged(5, va), out));
@@ -51,44 +56,63 @@ TEST_CASE("tagged access stays inside the tag's registered ranges", "[memory]") 
   CHECK_FALSE(m.read(ProcessMemory::tagged(1, va), out));
 }
 
-TEST_CASE("untagged addresses resolve to the one owner and ambiguity is refused", "[memory]") {
+TEST_CASE("untagged addresses name nobody", "[memory]") {
   ProcessMemory m(8);
-  std::array<char, 64> a{}, b{};
+  std::array<char, 64> a{};
   memcpy(a.data(), "AAAA", 4);
   auto va = reinterpret_cast<uint64_t>(a.data());
-  auto vb = reinterpret_cast<uint64_t>(b.data());
-  m.attach(1, getpid());
-  m.attach(2, getpid());
+  m.attach(1, self_mem());
   m.add_range(1, va, 64);
-  m.add_range(2, vb, 64);
   std::array<std::byte, 4> out{};
-  REQUIRE(m.read(va, out));
-  CHECK(memcmp(out.data(), "AAAA", 4) == 0);
-  REQUIRE(m.read(vb, out));
-  // Two contexts registered overlapping addresses: never guess.
-  m.add_range(2, va, 16);
-  CHECK_FALSE(m.read(va, out));
-  CHECK(m.stats().ambiguous == 1);
-  m.remove_range(2, va, 16);
-  CHECK(m.read(va, out));
-  m.detach(1);
-  CHECK_FALSE(m.read(va, out));
+  REQUIRE(m.read(ProcessMemory::tagged(1, va), out));
+  CHECK_FALSE(m.read(va, out));  // tag 0: never resolved by range (docs/security.md)
+  CHECK_FALSE(m.write(va, std::as_bytes(std::span(out))));
+  CHECK(m.stats().refused == 2);
 }
 
-TEST_CASE("a dead process reads as a failure and not a crash", "[memory]") {
+// The mem file is bound to the address space it was opened on: once the process is gone
+// (here: exited; exec is the same, a new mm) every access fails, the owner is reported dead
+// once, and nothing is read or written again, not even through a new process at that pid.
+TEST_CASE("a gone address space fails every access and is reported once", "[memory]") {
   ProcessMemory m(2);
   std::array<char, 16> a{};
   auto va = reinterpret_cast<uint64_t>(a.data());
+  int go[2], ready[2];
+  REQUIRE(pipe(go) == 0);
+  REQUIRE(pipe(ready) == 0);
   pid_t child = fork();
-  if (child == 0) _exit(0);
+  if (child == 0) {
+    int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+    char c = 0;
+    // Hand the fd to the parent through /proc (the parent may open our fd table: same uid).
+    if (write(ready[1], &fd, sizeof fd) != sizeof fd || read(go[0], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
   REQUIRE(child > 0);
-  int st;
-  waitpid(child, &st, 0);
-  m.attach(1, child);
+  int child_fd = -1;
+  REQUIRE(read(ready[0], &child_fd, sizeof child_fd) == sizeof child_fd);
+  const std::string path = "/proc/" + std::to_string(child) + "/fd/" + std::to_string(child_fd);
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);  // the same mm (opening a mem file re-checks)
+  REQUIRE(fd >= 0);
+  m.attach(1, fd);
   m.add_range(1, va, 16);
   std::array<std::byte, 4> out{};
+  CHECK(m.read(ProcessMemory::tagged(1, va), out));  // the child's copy of `a`
+  CHECK(m.alive(1));
+  REQUIRE(write(go[1], "x", 1) == 1);
+  int st;
+  waitpid(child, &st, 0);
   CHECK_FALSE(m.read(ProcessMemory::tagged(1, va), out));
-  CHECK(m.stats().failed == 1);
+  CHECK(m.dead(1));
+  CHECK(m.stats().gone == 1);
+  CHECK_FALSE(m.alive(1));
+  CHECK(m.probe(1, va) == -ESRCH);
+  CHECK_FALSE(m.write(ProcessMemory::tagged(1, va), std::as_bytes(std::span(out))));
+  std::array<uint16_t, 4> dead{};
+  CHECK(m.take_dead(dead) == 1);
+  CHECK(dead[0] == 1);
+  CHECK(m.take_dead(dead) == 0);  // reported once
+  for (int f : {go[0], go[1], ready[0], ready[1]}) close(f);
 }
 
 TEST_CASE("local windows serve inline data only while open", "[memory]") {
@@ -124,10 +148,8 @@ TEST_CASE("a mapped (kernel-path) context is read and written through its mappin
   std::array<std::byte, 12> out{};
   REQUIRE(m.read(ProcessMemory::tagged(3, app_va), out));
   CHECK(memcmp(out.data(), "pinned bytes", 12) == 0);
-  // Untagged addresses (the engine without an iova of its own) find the same owner.
-  out.fill(std::byte{0});
-  REQUIRE(m.read(app_va, out));
-  CHECK(memcmp(out.data(), "pinned bytes", 12) == 0);
+  // Untagged addresses name nobody, mapped contexts included.
+  CHECK_FALSE(m.read(app_va, out));
 
   const char w[] = "XYZ";
   REQUIRE(m.write(ProcessMemory::tagged(3, app_va + 100), std::as_bytes(std::span(w, 3))));
@@ -143,7 +165,7 @@ TEST_CASE("a mapped (kernel-path) context is read and written through its mappin
   CHECK_FALSE(m.write(ProcessMemory::tagged(3, ro_va), std::as_bytes(std::span(w, 3))));
   CHECK(ro_pages[0] == std::byte{0});
   // A process-backed context never maps ranges (no pid confusion between the two kinds).
-  m.attach(4, getpid());
+  m.attach(4, self_mem());
   m.add_mapped_range(4, app_va, 128, pages.data(), true);
   CHECK(m.range_count(4) == 0);
 
@@ -161,7 +183,7 @@ TEST_CASE("read-ahead: a stream of packet reads costs few calls and never serves
   std::vector<uint8_t> buf(256 * 1024);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 7 + (i >> 12));
   auto va = reinterpret_cast<uint64_t>(buf.data());
-  m.attach(1, getpid());
+  m.attach(1, self_mem());
   m.add_range(1, va, 128 * 1024);  // the second half is not registered
   std::array<std::byte, 4096> out{};
 
@@ -204,7 +226,7 @@ TEST_CASE("staged writes: one call for a run of packets, in place at flush or be
   std::vector<uint8_t> buf(128 * 1024, 0);
   std::vector<uint8_t> src(4096);
   auto va = reinterpret_cast<uint64_t>(buf.data());
-  m.attach(1, getpid());
+  m.attach(1, self_mem());
   m.add_range(1, va, 64 * 1024);
   // 16 packets of 4 KiB, in order, as a 64 KiB RDMA WRITE arrives.
   for (size_t k = 0; k < 16; ++k) {
@@ -229,6 +251,6 @@ TEST_CASE("staged writes: one call for a run of packets, in place at flush or be
   REQUIRE(m.read(ProcessMemory::tagged(1, va + 40000), out));
   CHECK(memcmp(out.data(), w, 4) == 0);
   CHECK(memcmp(buf.data() + 100, w, 4) == 0);
-  CHECK(m.stats().write_flushes == 2);
+  CHECK(m.stats().write_flushes == 3);  // one pwrite per run: 1, then 2
   m.detach(1);
 }

@@ -25,11 +25,9 @@ std::string query_daemon(const std::string& socket_path, DeviceInfo* out) {
   ch.set_timeout_ms(5000);
   int err = ch.connect_to(socket_path);
   if (err != 0) return "cannot connect to " + socket_path + ": " + strerror(err);
-  sroce_hello hello{};
-  hello.abi_version = SROCE_ABI_VERSION;
   sroce_hello_resp hresp{};
   ReplyFds fds;  // closed when we return: this connection only asks questions
-  err = ch.call(SROCE_OP_HELLO, &hello, sizeof(hello), &hresp, sizeof(hresp), &fds);
+  err = ch.hello(&hresp, &fds);
   if (err != 0) return std::string("HELLO failed: ") + strerror(err);
   sroce_device_attr dev{};
   err = ch.call(SROCE_OP_QUERY_DEVICE, nullptr, 0, &dev, sizeof(dev));

@@ -100,7 +100,22 @@ struct sroce_handle_resp {
 
 struct sroce_hello {
 	sroce_u32 abi_version; /* SROCE_ABI_VERSION */
-	sroce_u32 reserved;
+	sroce_u32 flags;       /* SROCE_HELLO_*; 0 on the kernel channel */
+};
+
+/* Socket path: HELLO carries SROCE_HELLO_MEM_FD, struct sroce_hello_mem after
+ * struct sroce_hello, and exactly one fd (SCM_RIGHTS): the process's own
+ * /proc/self/mem opened O_RDWR. sroced reaches the context's memory only
+ * through that file, which stays bound to the address space it was opened on
+ * (an exec or exit of the process ends every access: docs/security.md). The
+ * daemon checks that the fd is a procfs mem file of the peer and that reading
+ * probe_addr through it gives probe; otherwise HELLO fails with EBADF, and
+ * without the flag or the fd with EPERM. */
+#define SROCE_HELLO_MEM_FD 0x1u
+
+struct sroce_hello_mem {
+	sroce_u64 probe_addr; /* address of an 8-byte value in the sender's memory */
+	sroce_u64 probe;      /* that value (the daemon reads it back through the fd) */
 };
 
 struct sroce_hello_resp {
@@ -624,6 +639,8 @@ struct sroce_kmw_resp {     /* ALLOC_MW: the handle BIND_MW work requests name *
 #define SROCE_ABI_ASSERT(cond, msg) static_assert(cond, msg)
 #endif
 SROCE_ABI_ASSERT(sizeof(struct sroce_msg_hdr) == 24, "sroce_msg_hdr layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_hello) == 8, "sroce_hello layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_hello_mem) == 16, "sroce_hello_mem layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_device_attr) == 120, "sroce_device_attr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_port_attr) == 32, "sroce_port_attr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_create_qp) == 56, "sroce_create_qp layout");

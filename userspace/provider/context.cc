@@ -221,11 +221,9 @@ int setup_context(Context* ctx, const char* devname) {
             strerror(err));
     return err;
   }
-  sroce_hello hello{};
-  hello.abi_version = SROCE_ABI_VERSION;
   sroce_hello_resp resp{};
   ReplyFds fds;
-  err = st->control.call(SROCE_OP_HELLO, &hello, sizeof(hello), &resp, sizeof(resp), &fds);
+  err = st->control.hello(&resp, &fds);
   if (err != 0) return err;
   if (resp.abi_version != SROCE_ABI_VERSION || fds.count < 2) {
     fprintf(stderr, "libsroce: sroced speaks ABI %u with %d fds, need %u with 2\n",

@@ -1,7 +1,9 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -56,6 +58,12 @@ static int64_t now_ms() {
 
 int ControlChannel::call(uint16_t op, const void* body, size_t body_len, void* reply,
                          size_t reply_cap, ReplyFds* fds, size_t* reply_len) {
+  return call_with_fd(op, body, body_len, -1, reply, reply_cap, fds, reply_len);
+}
+
+int ControlChannel::call_with_fd(uint16_t op, const void* body, size_t body_len, int send_fd,
+                                 void* reply, size_t reply_cap, ReplyFds* fds,
+                                 size_t* reply_len) {
   if (reply_cap > 0) memset(reply, 0, reply_cap);
   if (reply_len != nullptr) *reply_len = 0;
   if (body_len > SROCE_MAX_MSG - sizeof(sroce_msg_hdr)) return EINVAL;
@@ -70,15 +78,52 @@ int ControlChannel::call(uint16_t op, const void* body, size_t body_len, void* r
   hdr.seq = ++seq_;
   memcpy(buf, &hdr, sizeof(hdr));
   if (body_len > 0) memcpy(buf + sizeof(hdr), body, body_len);
+  iovec iov{buf, sizeof(hdr) + body_len};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  if (send_fd >= 0) {
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof(cbuf);
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &send_fd, sizeof(int));
+  }
   ssize_t n;
   do {
-    n = send(fd_, buf, sizeof(hdr) + body_len, MSG_NOSIGNAL);
+    n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) mark_dead();
     return EIO;
   }
   return receive_reply(op, hdr.seq, reply, reply_cap, fds, reply_len);
+}
+
+int ControlChannel::hello(sroce_hello_resp* resp, ReplyFds* fds) {
+  int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (mem < 0) {
+    int err = errno;
+    fprintf(stderr, "libsroce: cannot open /proc/self/mem for sroced: %s\n", strerror(err));
+    return err;
+  }
+  struct {
+    sroce_hello hello;
+    sroce_hello_mem mem;
+  } req{};
+  static_assert(sizeof(req) == sizeof(sroce_hello) + sizeof(sroce_hello_mem));
+  // Any value at any address of ours does; this one lives until the reply is in.
+  const volatile uint64_t probe = reinterpret_cast<uintptr_t>(&req) ^ 0x53524f43454d454dull;
+  req.hello.abi_version = SROCE_ABI_VERSION;
+  req.hello.flags = SROCE_HELLO_MEM_FD;
+  req.mem.probe_addr = reinterpret_cast<uintptr_t>(&probe);
+  req.mem.probe = probe;
+  int err = call_with_fd(SROCE_OP_HELLO, &req, sizeof(req), mem, resp, sizeof(*resp), fds);
+  close(mem);
+  return err;
 }
 
 int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t reply_cap,

@@ -50,6 +50,14 @@ class ControlChannel {
   // 0 or a positive errno (the daemon's -errno negated, or EIO/ETIMEDOUT/EPROTO locally).
   int call(uint16_t op, const void* body, size_t body_len, void* reply, size_t reply_cap,
            ReplyFds* fds = nullptr, size_t* reply_len = nullptr);
+  // The same, passing `send_fd` with the request (SCM_RIGHTS; the caller keeps its copy).
+  int call_with_fd(uint16_t op, const void* body, size_t body_len, int send_fd, void* reply,
+                   size_t reply_cap, ReplyFds* fds = nullptr, size_t* reply_len = nullptr);
+
+  // HELLO as the daemon wants it on the socket path: with this process's own /proc/self/mem,
+  // the only way sroced reaches our memory (docs/security.md, "Memory"), and a probe it reads
+  // back through it. Returns as call().
+  int hello(sroce_hello_resp* resp, ReplyFds* fds);
 
   int fd() const { return fd_; }
   bool dead() const { return dead_.load(std::memory_order_acquire); }

@@ -1,29 +1,41 @@
-// process_vm_readv/writev memory access, limited to registered ranges.
+// Application memory through each context's own /proc/<pid>/mem, limited to
+// registered ranges (memory.h, docs/security.md "Memory").
 #include "memory.h"
 
-#include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace sroce::daemon {
 
 ProcessMemory::ProcessMemory(size_t max_tags, bool batching) : batching_(batching), owners_(max_tags + 1) {}
 
-void ProcessMemory::attach(uint16_t tag, pid_t pid) {
-  if (tag >= owners_.size() || tag == kLocalTag) return;
-  owners_[tag] = Owner{};
-  owners_[tag].pid = pid;
+ProcessMemory::~ProcessMemory() {
+  for (auto& o : owners_)
+    if (o.fd >= 0) close(o.fd);
+}
+
+void ProcessMemory::attach(uint16_t tag, int mem_fd) {
+  if (tag == 0 || tag >= owners_.size() || tag == kLocalTag) {
+    if (mem_fd >= 0) close(mem_fd);
+    return;
+  }
+  detach(tag);
+  owners_[tag].used = true;
+  owners_[tag].fd = mem_fd;
 }
 
 void ProcessMemory::attach_mapped(uint16_t tag) {
-  if (tag >= owners_.size() || tag == kLocalTag) return;
-  owners_[tag] = Owner{};
-  owners_[tag].pid = kMappedPid;
+  if (tag == 0 || tag >= owners_.size() || tag == kLocalTag) return;
+  detach(tag);
+  owners_[tag].used = true;
+  owners_[tag].mapped = true;
 }
 
 void ProcessMemory::add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable) {
-  if (tag >= owners_.size() || owners_[tag].pid != kMappedPid) return;
+  if (tag >= owners_.size() || !owners_[tag].mapped) return;
   owners_[tag].maps.push_back(MappedRange{va, len, at, writable});
   add_range(tag, va, len);
 }
@@ -38,20 +50,18 @@ void ProcessMemory::detach(uint16_t tag) {
   flush_writes();
   forget_windows();
   if (tag >= owners_.size()) return;
-  owners_[tag] = Owner{};
-  std::erase_if(global_, [tag](const GlobalRange& g) { return g.tag == tag; });
+  Owner& o = owners_[tag];
+  if (o.fd >= 0) close(o.fd);
+  if (o.dead && !o.dead_reported && dead_pending_ > 0) --dead_pending_;
+  o = Owner{};
 }
 
 void ProcessMemory::add_range(uint16_t tag, uint64_t va, uint64_t len) {
-  if (tag >= owners_.size()) return;
+  if (tag >= owners_.size() || !owners_[tag].used) return;
   Owner& o = owners_[tag];
   auto it = std::upper_bound(o.ranges.begin(), o.ranges.end(), va, [](uint64_t v, const Range& r) { return v < r.va; });
   o.ranges.insert(it, Range{va, len});
   o.max_len = std::max(o.max_len, len);
-  auto git = std::upper_bound(global_.begin(), global_.end(), va,
-                              [](uint64_t v, const GlobalRange& r) { return v < r.va; });
-  global_.insert(git, GlobalRange{va, len, tag});
-  global_max_len_ = std::max(global_max_len_, len);
 }
 
 void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
@@ -73,15 +83,77 @@ void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
   }
   o.max_len = 0;
   for (const auto& r : o.ranges) o.max_len = std::max(o.max_len, r.len);
-  for (auto it = global_.begin(); it != global_.end(); ++it) {
-    if (it->va == va && it->len == len && it->tag == tag) {
-      global_.erase(it);
-      break;
-    }
-  }
 }
 
 size_t ProcessMemory::range_count(uint16_t tag) const { return tag < owners_.size() ? owners_[tag].ranges.size() : 0; }
+
+void ProcessMemory::mark_dead(uint16_t tag) {
+  Owner& o = owners_[tag];
+  if (o.dead) return;
+  o.dead = true;
+  ++stats_.gone;
+  ++dead_pending_;
+  forget_windows();
+  if (stage_iovs_ != 0 && stage_tag_ == tag) {  // nowhere to write them any more
+    stage_iovs_ = 0;
+    stage_len_ = 0;
+  }
+}
+
+size_t ProcessMemory::take_dead(std::span<uint16_t> out) {
+  size_t n = 0;
+  for (size_t t = 1; t < owners_.size() && n < out.size() && dead_pending_ > 0; ++t) {
+    Owner& o = owners_[t];
+    if (o.used && o.dead && !o.dead_reported) {
+      o.dead_reported = true;
+      --dead_pending_;
+      out[n++] = static_cast<uint16_t>(t);
+    }
+  }
+  return n;
+}
+
+// /proc/<pid>/mem reads and writes return 0 for a non-empty request only when the mm the file
+// was opened on has no users left (the process exec'd or exited): fs/proc/base.c mem_rw(),
+// mmget_not_zero(). An unmapped page is -EIO (or a short count after the mapped part).
+bool ProcessMemory::account(uint16_t tag, ssize_t n, size_t want) {
+  if (n == static_cast<ssize_t>(want)) return true;
+  if (n == 0 && want > 0) {
+    mark_dead(tag);
+  } else {
+    ++stats_.failed;
+  }
+  return false;
+}
+
+int ProcessMemory::probe(uint16_t tag, uint64_t va) {
+  if (tag == 0 || tag >= owners_.size() || !owners_[tag].used || owners_[tag].mapped) return -EINVAL;
+  Owner& o = owners_[tag];
+  if (o.dead) return -ESRCH;
+  std::byte b;
+  ssize_t n = pread(o.fd, &b, 1, static_cast<off_t>(va & kVaMask));
+  if (n == 1) return 0;
+  if (n == 0) {
+    mark_dead(tag);
+    return -ESRCH;
+  }
+  return -EFAULT;
+}
+
+bool ProcessMemory::alive(uint16_t tag) {
+  if (tag >= owners_.size() || !owners_[tag].used) return false;
+  Owner& o = owners_[tag];
+  if (o.mapped) return true;
+  if (o.dead) return false;
+  // Address 0 is unmapped in nearly every process (-EIO: alive); a mapped page 0 reads 1 byte
+  // (alive); only a gone mm reads 0 bytes.
+  std::byte b;
+  if (pread(o.fd, &b, 1, 0) == 0) {
+    mark_dead(tag);
+    return false;
+  }
+  return true;
+}
 
 uint64_t ProcessMemory::allow_local(const void* p, size_t len) {
   local_base_ = static_cast<const std::byte*>(p);
@@ -94,32 +166,13 @@ void ProcessMemory::clear_local() {
   local_len_ = 0;
 }
 
-ProcessMemory::Owner* ProcessMemory::find_untagged(uint64_t va, size_t len) {
-  if (va + len < va) return nullptr;
-  auto it = std::upper_bound(global_.begin(), global_.end(), va,
-                             [](uint64_t v, const GlobalRange& r) { return v < r.va; });
-  int found = -1;
-  while (it != global_.begin()) {
-    --it;
-    if (it->va + global_max_len_ < va + len) break;
-    if (it->va + it->len >= va + len) {
-      if (found >= 0 && found != it->tag) {
-        ++stats_.ambiguous;
-        return nullptr;
-      }
-      found = it->tag;
-    }
-  }
-  if (found < 0 || owners_[found].pid == 0) return nullptr;
-  return &owners_[found];
-}
-
 ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
   uint64_t tag = addr >> kTagShift;
   uint64_t va = addr & kVaMask;
-  if (tag == 0) return find_untagged(va, len);
-  if (tag >= owners_.size() || owners_[tag].pid == 0) return nullptr;
+  // Tag 0 is never handed out: an untagged address names nobody.
+  if (tag == 0 || tag >= owners_.size() || !owners_[tag].used) return nullptr;
   Owner& o = owners_[tag];
+  if (o.dead) return nullptr;  // refused: the address space is gone
   if (va + len < va || va + len > kVaMask + 1) return nullptr;
   // Ranges are sorted by start; walk back from the last one starting at or
   // before va until no range could still reach va + len.
@@ -149,28 +202,18 @@ bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
     ++stats_.refused;
     return false;
   }
-  if (o->pid == kMappedPid) {
-    const std::byte* at = mapped_at(*o, addr & kVaMask, out.size(), false);
+  const auto tag = static_cast<uint16_t>(addr >> kTagShift);
+  const uint64_t va = addr & kVaMask;
+  if (o->mapped) {
+    const std::byte* at = mapped_at(*o, va, out.size(), false);
     if (!at) {
       ++stats_.refused;
       return false;
     }
     memcpy(out.data(), at, out.size());
-    ++stats_.reads;
-    stats_.bytes_read += out.size();
-    return true;
-  }
-  if (batching_ && read_windowed(o->pid, addr & kVaMask, out)) {
-    ++stats_.reads;
-    stats_.bytes_read += out.size();
-    return true;
-  }
-  iovec local{out.data(), out.size()};
-  iovec remote{reinterpret_cast<void*>(addr & kVaMask), out.size()};
-  ssize_t n = process_vm_readv(o->pid, &local, 1, &remote, 1, 0);
-  if (n != static_cast<ssize_t>(out.size())) {
-    ++stats_.failed;
-    return false;
+  } else if (!(batching_ && read_windowed(tag, va, out))) {
+    if (o->dead) return false;  // the window fill found the mm gone
+    if (!account(tag, pread(o->fd, out.data(), out.size(), static_cast<off_t>(va)), out.size())) return false;
   }
   ++stats_.reads;
   stats_.bytes_read += out.size();
@@ -184,51 +227,42 @@ bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
     ++stats_.refused;
     return false;
   }
-  if (o->pid == kMappedPid) {
-    std::byte* at = mapped_at(*o, addr & kVaMask, in.size(), true);
+  const auto tag = static_cast<uint16_t>(addr >> kTagShift);
+  const uint64_t va = addr & kVaMask;
+  if (o->mapped) {
+    std::byte* at = mapped_at(*o, va, in.size(), true);
     if (!at) {
       ++stats_.refused;
       return false;
     }
     memcpy(at, in.data(), in.size());
-    ++stats_.writes;
-    stats_.bytes_written += in.size();
-    return true;
-  }
-  drop_windows(o->pid, addr & kVaMask, in.size());
-  if (batching_ && stage_write(o->pid, addr & kVaMask, in)) {
-    ++stats_.writes;
-    stats_.bytes_written += in.size();
-    return true;
-  }
-  iovec local{const_cast<std::byte*>(in.data()), in.size()};
-  iovec remote{reinterpret_cast<void*>(addr & kVaMask), in.size()};
-  ssize_t n = process_vm_writev(o->pid, &local, 1, &remote, 1, 0);
-  if (n != static_cast<ssize_t>(in.size())) {
-    ++stats_.failed;
-    return false;
+  } else {
+    drop_windows(tag, va, in.size());
+    if (!(batching_ && stage_write(tag, va, in)) &&
+        !account(tag, pwrite(o->fd, in.data(), in.size(), static_cast<off_t>(va)), in.size()))
+      return false;
   }
   ++stats_.writes;
   stats_.bytes_written += in.size();
   return true;
 }
 
-bool ProcessMemory::read_windowed(pid_t pid, uint64_t va, std::span<std::byte> out) {
+bool ProcessMemory::read_windowed(uint16_t tag, uint64_t va, std::span<std::byte> out) {
   const size_t len = out.size();
   for (uint32_t i = 0; i < kWindows; ++i) {
     const Window& w = windows_[i];
-    if (!(windows_valid_ & (1u << i)) || w.pid != pid || va < w.va || va - w.va > w.len ||
+    if (!(windows_valid_ & (1u << i)) || w.tag != tag || va < w.va || va - w.va > w.len ||
         len > w.len - (va - w.va))
       continue;
     memcpy(out.data(), w.data + (va - w.va), len);
     ++stats_.window_hits;
     return true;
   }
-  // A stream: this read starts where a recent one of the same process ended.
+  // A stream: this read starts where a recent one of the same context ended.
   bool stream = false;
-  for (size_t i = 0; i < kStreams && !stream; ++i) stream = stream_end_[i] == va && stream_pid_[i] == pid;
+  for (size_t i = 0; i < kStreams && !stream; ++i) stream = stream_end_[i] == va && stream_tag_[i] == tag;
   stream_end_[stream_next_] = va + len;
-  stream_pid_[stream_next_] = pid;
+  stream_tag_[stream_next_] = tag;
   stream_next_ = (stream_next_ + 1) % kStreams;
   // Small reads (atomics, short messages) are cheaper as they are than as a 64 KiB copy.
   if (!stream || len < kMinStreamRead || len >= kWindowBytes) return false;
@@ -237,17 +271,17 @@ bool ProcessMemory::read_windowed(pid_t pid, uint64_t va, std::span<std::byte> o
   window_next_ = (window_next_ + 1) % kWindows;
   Window& w = windows_[i];
   w.data = window_mem_.get() + i * kWindowBytes;
+  windows_valid_ &= ~(1u << i);
   // Up to kWindowBytes: a short count (the process's mapping ends) still serves this read if
   // it covers it; the bytes are only ever handed out after check() of the exact range.
-  iovec local{w.data, kWindowBytes};
-  iovec remote{reinterpret_cast<void*>(va), kWindowBytes};
-  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  ssize_t n = pread(owners_[tag].fd, w.data, kWindowBytes, static_cast<off_t>(va));
   ++stats_.window_fills;
-  if (n < static_cast<ssize_t>(len)) {
-    windows_valid_ &= ~(1u << i);
+  if (n == 0) {
+    mark_dead(tag);
     return false;
   }
-  w.pid = pid;
+  if (n < static_cast<ssize_t>(len)) return false;
+  w.tag = tag;
   w.va = va;
   w.len = static_cast<size_t>(n);
   windows_valid_ |= 1u << i;
@@ -255,30 +289,30 @@ bool ProcessMemory::read_windowed(pid_t pid, uint64_t va, std::span<std::byte> o
   return true;
 }
 
-void ProcessMemory::drop_windows(pid_t pid, uint64_t va, size_t len) {
+void ProcessMemory::drop_windows(uint16_t tag, uint64_t va, size_t len) {
   for (uint32_t i = 0; i < kWindows; ++i) {
     const Window& w = windows_[i];
-    if ((windows_valid_ & (1u << i)) && w.pid == pid && va < w.va + w.len && w.va < va + len)
+    if ((windows_valid_ & (1u << i)) && w.tag == tag && va < w.va + w.len && w.va < va + len)
       windows_valid_ &= ~(1u << i);
   }
 }
 
-// Stages a write of `pid` (see memory.h); false: too big to stage, write it directly.
-bool ProcessMemory::stage_write(pid_t pid, uint64_t va, std::span<const std::byte> in) {
+// Stages a write of `tag` (see memory.h); false: too big to stage, write it directly.
+bool ProcessMemory::stage_write(uint16_t tag, uint64_t va, std::span<const std::byte> in) {
   const size_t len = in.size();
   if (len > kStageBytes / 4) return false;
   auto extends = [&] {
     const iovec& last = stage_remote_[stage_iovs_ - 1];
     return reinterpret_cast<uint64_t>(last.iov_base) + last.iov_len == va;
   };
-  if (stage_iovs_ != 0 && (stage_pid_ != pid || stage_len_ + len > kStageBytes ||
+  if (stage_iovs_ != 0 && (stage_tag_ != tag || stage_len_ + len > kStageBytes ||
                            (stage_iovs_ == kStageIovs && !extends())))
     flush_writes();
   if (!stage_mem_) stage_mem_ = std::make_unique<std::byte[]>(kStageBytes);
   std::byte* at = stage_mem_.get() + stage_len_;
   memcpy(at, in.data(), len);
   stage_len_ += len;
-  stage_pid_ = pid;
+  stage_tag_ = tag;
   if (stage_iovs_ != 0 && extends()) {
     // Continues the previous run; the staging buffer is contiguous too.
     stage_remote_[stage_iovs_ - 1].iov_len += len;
@@ -291,13 +325,22 @@ bool ProcessMemory::stage_write(pid_t pid, uint64_t va, std::span<const std::byt
   return true;
 }
 
+// One pwrite per run of contiguous bytes: a mem file is written at one offset per call
+// (pwritev would place the runs back to back).
 bool ProcessMemory::flush_writes() {
   if (stage_iovs_ == 0) return false;
-  ssize_t n = process_vm_writev(stage_pid_, stage_local_, stage_iovs_, stage_remote_, stage_iovs_, 0);
-  ++stats_.write_flushes;
-  if (n != static_cast<ssize_t>(stage_len_)) ++stats_.failed;
+  const uint16_t tag = stage_tag_;
+  const size_t runs = stage_iovs_;
   stage_iovs_ = 0;
   stage_len_ = 0;
+  Owner& o = owners_[tag];
+  for (size_t i = 0; i < runs && !o.dead; ++i) {
+    ++stats_.write_flushes;
+    const iovec& l = stage_local_[i];
+    const iovec& r = stage_remote_[i];
+    account(tag, pwrite(o.fd, l.iov_base, l.iov_len, static_cast<off_t>(reinterpret_cast<uint64_t>(r.iov_base))),
+            l.iov_len);
+  }
   return true;
 }
 

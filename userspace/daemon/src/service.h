@@ -44,6 +44,7 @@ struct ServiceStats {
   uint64_t gsi_sent = 0;        // kernel path: QP1 MADs queued for the datapath (gsi.h)
   uint64_t gsi_received = 0;    // kernel path: QP1 datagrams handed to the module
   uint64_t gsi_rx_dropped = 0;  // kernel path: QP1 datagrams refused (gsi_decode, channel)
+  uint64_t contexts_gone = 0;   // closed because their address space went away (exec, exit)
 };
 
 // What the service needs from the rest of the daemon.
@@ -130,6 +131,11 @@ class Service {
     size_t len = 0;
     int fds[4] = {-1, -1, -1, -1};
     int nfds = 0;
+    // Descriptors that came with the request (SCM_RIGHTS); an op that keeps one sets it to
+    // -1, handle_message closes the others.
+    static constexpr int kMaxInFds = 4;
+    int in_fds[kMaxInFds] = {-1, -1, -1, -1};
+    int in_nfds = 0;
     template <typename T>
     T& as() {
       len = sizeof(T);
@@ -151,6 +157,7 @@ class Service {
   int op_dealloc_pd(Context& c, std::span<const std::byte> body);
   int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_dereg_mr(Context& c, std::span<const std::byte> body);
+  int probe_range(Context& c, uint64_t addr, uint64_t length);  // REG_MR/REREG_MR's EFAULT check
   int op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_alloc_mw(Context& c, std::span<const std::byte> body, Reply& r);
   int op_dealloc_mw(Context& c, std::span<const std::byte> body);
@@ -209,6 +216,11 @@ class Service {
   void send_async_event(Context& c, uint64_t element, uint32_t type);
   void deliver_async(const AsyncEvent& ev);
 
+  // Whose memory (service_memory.cc): HELLO's mem file, contexts whose address space is gone.
+  int hello_mem_fd(Context& c, int fd, const sroce_hello_mem& hm);
+  void close_gone_context(uint32_t id);
+  void reap_gone_contexts(Time now);
+
   // Lifetime.
   void close_context(uint32_t id, const char* why);
   void destroy_objects(Context& c);
@@ -236,6 +248,7 @@ class Service {
   std::unique_ptr<Gsi6Socket> gsi6_;  // QP1 for IPv6 GIDs (gsi_socket.h); may be absent
   uint32_t gsi6_psn_ = 0;
 
+  Time last_gone_sweep_{};
   Time now_{};  // the loop's clock at the last pass (for control-path engine calls)
   std::vector<Wc> wc_scratch_;
   std::vector<Sge> sge_scratch_;

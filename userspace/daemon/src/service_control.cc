@@ -110,9 +110,9 @@ void Service::on_listen_ready(Time) {
       spdlog::warn("context {}: pid {} refused: control.max_contexts ({}) reached", c->id, cred.pid,
                    cfg_.control.max_contexts);
     } else {
+      // The tag names no memory until HELLO brings the process's own mem file (op_hello).
       c->tag = free_tags_.back();
       free_tags_.pop_back();
-      mem_.attach(c->tag, cred.pid);
       ++stats_.contexts_opened;
       spdlog::info("context {}: pid {} uid {} connected", c->id, cred.pid, cred.uid);
     }
@@ -171,17 +171,29 @@ void Service::handle_message(Context& c, Time now) {
     close_context(c.id, "closed");
     return;
   }
-  // Nobody is supposed to send us descriptors: close any that came.
+  // Only HELLO takes a descriptor (the process's mem file); whatever else came is closed
+  // after the request (Reply::in_fds).
+  Reply r;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
       size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       for (size_t i = 0; i < nfd; ++i) {
         int fd;
         memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-        close(fd);
+        if (r.in_nfds < Reply::kMaxInFds)
+          r.in_fds[r.in_nfds++] = fd;
+        else
+          close(fd);
       }
     }
   }
+  struct CloseInFds {
+    Reply& r;
+    ~CloseInFds() {
+      for (int i = 0; i < r.in_nfds; ++i)
+        if (r.in_fds[i] >= 0) close(r.in_fds[i]);
+    }
+  } close_in_fds{r};
   sroce_msg_hdr h;
   bool ok = static_cast<size_t>(n) >= sizeof h && !(msg.msg_flags & MSG_TRUNC);
   if (ok) {
@@ -196,12 +208,17 @@ void Service::handle_message(Context& c, Time now) {
   }
   ++c.requests;
   ++stats_.ctl_requests;
-  Reply r;
   int status;
+  bool gone = false;
   if (c.refused) {
     status = c.refused;
   } else if (!c.hello && h.op != SROCE_OP_HELLO && h.op != SROCE_OP_STATS) {
     status = -EPROTO;  // HELLO comes first
+  } else if (c.hello && !c.kernel && !mem_.alive(c.tag)) {
+    // The connecting process exec'd or exited: whoever holds the socket now (a forked
+    // child) gets nothing more from this context (docs/security.md, "Memory").
+    status = -EIO;
+    gone = true;
   } else {
     status = dispatch(c, h.op, {buf + sizeof h, h.len}, r, now);
   }
@@ -211,6 +228,7 @@ void Service::handle_message(Context& c, Time now) {
   send_reply(c, h, status, r);
   for (int i = 0; i < r.nfds; ++i) close(r.fds[i]);  // our copies of the passed fds
   if (refused && find(id)) close_context(id, "refused");
+  if (gone && find(id)) close_gone_context(id);
 }
 
 void Service::send_reply(Context& c, const sroce_msg_hdr& req, int status, Reply& r) {
@@ -294,6 +312,18 @@ int Service::op_hello(Context& c, std::span<const std::byte> body, Reply& r) {
     return -EPROTONOSUPPORT;
   }
   if (c.hello) return -EALREADY;
+  // The address space: the process's own /proc/<pid>/mem, checked (hello_mem_fd) and from
+  // now on the only way the daemon reaches this context's memory.
+  if (!(req.flags & SROCE_HELLO_MEM_FD) || body.size() < sizeof req + sizeof(sroce_hello_mem) ||
+      r.in_nfds != 1) {
+    spdlog::warn("context {}: pid {} sent HELLO without its /proc/self/mem (flags {:#x}, {} fds): refused; "
+                 "a libsroce older than this sroced?",
+                 c.id, c.pid, req.flags, r.in_nfds);
+    return -EPERM;
+  }
+  sroce_hello_mem hm;
+  memcpy(&hm, body.data() + sizeof req, sizeof hm);
+  if (int rc = hello_mem_fd(c, r.in_fds[0], hm); rc != 0) return rc;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -errno;
   int db = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -304,6 +334,8 @@ int Service::op_hello(Context& c, std::span<const std::byte> body, Reply& r) {
     return -e;
   }
   fcntl(sv[0], F_SETFL, O_NONBLOCK);
+  mem_.attach(c.tag, r.in_fds[0]);  // owns the fd now
+  r.in_fds[0] = -1;
   c.async_fd = sv[0];
   c.doorbell_fd = db;
   c.hello = true;

@@ -26,29 +26,6 @@ bool body_as(std::span<const std::byte> body, T& out) {
   return true;
 }
 
-// Does the engine take an iova apart from the address it hands MemoryAccess?
-// Then memory is registered with tagged host addresses (memory.h).
-template <typename E>
-concept EngineHasIova = requires(E& e, Handle pd, uint64_t a, uint64_t l, uint32_t acc, uint64_t iova) {
-  { e.reg_mr(pd, a, l, acc, iova) };
-};
-
-template <typename E>
-Result<MrKeys> engine_reg_mr(E& e, Handle pd, uint64_t host_addr, uint64_t va, uint64_t len, uint32_t access,
-                             uint64_t iova) {
-  if constexpr (EngineHasIova<E>) {
-    return e.reg_mr(pd, host_addr, len, access, iova);
-  } else {
-    // Fallback: plain virtual addresses, owner found by range (memory.h).
-    // The engine derives the iova itself: the address, or 0 when zero-based.
-    (void)host_addr;
-    uint64_t engine_iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : va;
-    if (iova != engine_iova)
-      return Error{EOPNOTSUPP, "reg_mr: this iova needs an engine with reg_mr(pd, addr, length, access, iova)"};
-    return e.reg_mr(pd, va, len, access);
-  }
-}
-
 AhAttr to_engine(const sroce_ah_attr& a) {
   AhAttr r;
   memcpy(r.dgid.raw, a.dgid, 16);
@@ -135,20 +112,13 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
   if (c.kernel) {
     int rc = kernel_mr(body.subspan(sizeof req), req.length, kmap, kat, kwritable);
     if (rc != 0) return rc;
-  } else {
-    std::byte probe;
-    iovec l{&probe, 1};
-    for (uint64_t a : {req.addr, req.addr + req.length - 1}) {
-      iovec rem{reinterpret_cast<void*>(a), 1};
-      if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
-    }
+  } else if (int rc = probe_range(c, req.addr, req.length); rc != 0) {
+    return rc;
   }
-  // Kernel contexts are always told apart by tag: forked programs register buffers at the
-  // same virtual addresses, which the untagged fallback (memory.h) must refuse as ambiguous.
-  auto keys = c.kernel ? engine_.reg_mr_host(pd->second.engine, ProcessMemory::tagged(c.tag, req.addr),
-                                             req.length, req.access, req.iova)
-                       : engine_reg_mr(engine_, pd->second.engine, ProcessMemory::tagged(c.tag, req.addr),
-                                       req.addr, req.length, req.access, req.iova);
+  // Every MR is registered with the host address tagged by its context (memory.h): the
+  // engine's lookups and ProcessMemory never cross contexts, whatever ranges others register.
+  auto keys = engine_.reg_mr_host(pd->second.engine, ProcessMemory::tagged(c.tag, req.addr), req.length,
+                                  req.access, req.iova);
   if (!keys) return fail(c, "reg_mr", keys.error());
   MrObj& m = c.mrs[keys->lkey];
   m.rkey = keys->rkey;
@@ -165,6 +135,15 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
   auto& resp = r.as<sroce_reg_mr_resp>();
   resp.lkey = keys->lkey;
   resp.rkey = keys->rkey;
+  return 0;
+}
+
+// ibv_reg_mr fails with EFAULT on memory the process does not have: the first and last byte
+// are read through the context's own mem file (memory.h). A gone address space fails too, and
+// the loop closes the context (reap_gone_contexts).
+int Service::probe_range(Context& c, uint64_t addr, uint64_t length) {
+  for (uint64_t a : {addr, addr + length - 1})
+    if (mem_.probe(c.tag, a) != 0) return -EFAULT;
   return 0;
 }
 
@@ -231,11 +210,6 @@ int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   // read-only); a new translation comes with the new pages (service_resize.cc).
   if (c.kernel && (req.flags & IBV_REREG_MR_CHANGE_TRANSLATION))
     return kernel_rereg_translation(c, m, req, body.subspan(sizeof req), r);
-  if constexpr (EngineHasIova<Engine>) {
-    // With an iova apart from the host address the range must be re-tagged too (memory.h).
-    spdlog::warn("context {}: rereg_mr with an iova-aware engine is not wired up", c.id);
-    return -EOPNOTSUPP;
-  }
   uint32_t pd_handle = m.pd;
   Handle engine_pd = kNoHandle;
   if (req.flags & IBV_REREG_MR_CHANGE_PD) {
@@ -250,18 +224,17 @@ int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) 
     if (req.length == 0 || req.addr + req.length < req.addr ||
         req.addr + req.length > ProcessMemory::kVaMask)
       return -EINVAL;
-    // The engine keys the MR with the address itself, or 0 when zero-based.
-    if (req.iova != ((access & IBV_ACCESS_ZERO_BASED) ? 0 : req.addr)) return -EOPNOTSUPP;
-    std::byte probe;
-    iovec l{&probe, 1};
-    for (uint64_t a : {req.addr, req.addr + req.length - 1}) {
-      iovec rem{reinterpret_cast<void*>(a), 1};
-      if (process_vm_readv(c.pid, &l, 1, &rem, 1, 0) != 1) return -EFAULT;
-    }
+    if (int rc = probe_range(c, req.addr, req.length); rc != 0) return rc;
     addr = req.addr;
     length = req.length;
   }
-  auto rc = engine_.rereg_mr(req.lkey, req.flags & kChanges, engine_pd, addr, length, access);
+  // The host address stays tagged (memory.h); the iova is the one asked for with a new
+  // translation, else the address itself or 0 (ZERO_BASED) when that bit changes.
+  const uint64_t iova = (req.flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? req.iova
+                        : (access & IBV_ACCESS_ZERO_BASED)          ? 0
+                                                                    : m.addr;
+  auto rc = engine_.rereg_mr_host(req.lkey, req.flags & kChanges, engine_pd, ProcessMemory::tagged(c.tag, addr),
+                                  length, access, iova);
   if (!rc) return fail(c, "rereg_mr", rc.error());
   if (addr != m.addr || length != m.length) {
     mem_.add_range(c.tag, addr, length);  // before the old one goes: ranges may overlap

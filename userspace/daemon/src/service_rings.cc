@@ -39,6 +39,7 @@ uint64_t cqe_timestamp(Time t) { return t.ps > 0 ? static_cast<uint64_t>(t.ps / 
 
 bool Service::poll_rings(Time now) {
   now_ = now;
+  reap_gone_contexts(now);
   bool any = false;
   for (auto& [id, c] : contexts_) {
     if (!c->hello) continue;

@@ -103,12 +103,31 @@ class Engine::Impl {
   MemStatus scatter_wqe(eng::Qp& qp, uint32_t idx, uint32_t off, const std::byte* src,
                         uint32_t len);
   MemStatus scatter_recv(eng::Qp& qp, const std::byte* src, uint32_t len);
-  // Checks a WQE's SGEs and resolves each to a host address (hosts[i]).
+  // Checks a WQE's SGEs and resolves each to a host address (hosts[i]) and the fence
+  // reference of its MR (refs[i], mr_ref).
   MemStatus check_local_sgl(eng::Qp& qp, const Sge* sges, uint32_t n, uint32_t need,
-                            uint64_t* hosts);
-  // R_Key check for [va, va+len) with `need` access; host address on success.
+                            uint64_t* hosts, uint64_t* refs);
+  // R_Key check for [va, va+len) with `need` access; host address and the MR's (or
+  // window's) fence reference on success.
   bool check_rkey(const eng::Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
-                  uint64_t* host);
+                  uint64_t* host, uint64_t* ref);
+  // The DEREG_MR / REREG_MR fence (docs/security.md, "Memory"): a host address resolved from
+  // a key is used packet after packet (a WQE's SGEs, a WRITE's or READ's range), so each such
+  // use first asks mr_live(ref) whether the MR (or window) it came from is still the one that
+  // was checked. dereg_mr, rereg_mr, invalidation, unbinding and dealloc_mw bump the slot's
+  // fence, so once they return no in-flight work touches that memory again: the requester
+  // completes with IBV_WC_LOC_PROT_ERR, the responder NAKs a remote access error.
+  uint64_t mr_ref(const eng::Mr& mr) const {
+    const auto s = static_cast<uint32_t>(&mr - &mrs_[0]);
+    return (uint64_t{s} << 32) | mr_fence_[s];
+  }
+  bool mr_live(uint64_t ref) const {
+    const auto s = static_cast<uint32_t>(ref >> 32);
+    if (s >= mr_fence_.size() || mr_fence_[s] != static_cast<uint32_t>(ref)) return false;
+    const eng::Mr& m = mrs_[s];
+    return !m.invalidated && (m.kind == 0 || !mrs_[m.mw_mr].invalidated);
+  }
+  void fence_mr(const eng::Mr& mr) { ++mr_fence_[static_cast<uint32_t>(&mr - &mrs_[0])]; }
   void seek_cursor(const Sge* sges, uint32_t n, uint32_t off, uint32_t* idx, uint32_t* in);
 
   // memory windows and invalidation (mw.cc)
@@ -141,7 +160,7 @@ class Engine::Impl {
   void lossy_read_trailer(eng::Qp& qp, uint32_t psn, uint32_t res_first, bool retx, uint8_t* out,
                           PacketMeta& meta);
   bool lossy_read_repair(eng::Qp& qp, const eng::Resource& r, uint32_t psn, uint64_t host,
-                         uint32_t len);
+                         uint64_t ref, uint32_t len);
   size_t lossy_read_repair_build(eng::Qp& qp, uint8_t* out, PacketMeta& meta);
   void lossy_on_read_resp(eng::Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, Time now);
   void lossy_read_arm(eng::Qp& qp, Time now);
@@ -225,6 +244,7 @@ class Engine::Impl {
 
   eng::Table<eng::Pd> pds_;
   eng::Table<eng::Mr> mrs_;
+  std::vector<uint32_t> mr_fence_;  // per MR slot, never reset (mr_live)
   eng::Table<eng::Cq> cqs_;
   eng::Table<eng::Srq> srqs_;
   eng::Table<eng::Ah> ahs_;

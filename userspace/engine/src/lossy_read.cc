@@ -136,12 +136,13 @@ void Engine::Impl::lossy_read_trailer(Qp& qp, uint32_t psn, uint32_t res_first, 
 // range and the R_Key by the caller). False: the repair queue is full (the
 // requester's timer asks again).
 bool Engine::Impl::lossy_read_repair(Qp& qp, const Resource& r, uint32_t psn, uint64_t host,
-                                     uint32_t len) {
+                                     uint64_t ref, uint32_t len) {
   Lossy& l = qp.lossy;
   if (l.rd_rep_n >= kRdRepairs) return false;
   RdRepair& p = l.rd_rep[(l.rd_rep_head + l.rd_rep_n) % kRdRepairs];
   p = RdRepair{};
   p.host = host;
+  p.ref = ref;
   p.psn = psn;
   p.left = len;
   p.msn = r.msn;
@@ -173,7 +174,7 @@ size_t Engine::Impl::lossy_read_repair_build(Qp& qp, uint8_t* out, PacketMeta& m
     sroce_aeth_write(h, &aeth);
     h += SROCE_AETH_LEN;
   }
-  if (len && !mem_.read(p.host, {reinterpret_cast<std::byte*>(h), len})) {
+  if (len && (!mr_live(p.ref) || !mem_.read(p.host, {reinterpret_cast<std::byte*>(h), len}))) {
     // The memory went away under an answered READ: drop the repair; the
     // requester's RTO ends the QP if it never gets the data.
     l.rd_rep_head = static_cast<uint8_t>((l.rd_rep_head + 1) % kRdRepairs);

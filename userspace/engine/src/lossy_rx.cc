@@ -338,11 +338,12 @@ bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool
     return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
   const uint64_t va = first ? pkt.reth.va : leh.va;
   const uint32_t rkey = first ? pkt.reth.rkey : leh.rkey;
-  uint64_t host = 0;
-  if (len && !e.check_rkey(qp, rkey, va, len, kAccessRemoteWrite, &host))
+  // Every packet checks its R_Key (no host address is kept across packets: no fence needed).
+  uint64_t host = 0, ref = 0;
+  if (len && !e.check_rkey(qp, rkey, va, len, kAccessRemoteWrite, &host, &ref))
     return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
   if (first && pkt.reth.dma_len > 0 &&
-      !e.check_rkey(qp, rkey, va, pkt.reth.dma_len, kAccessRemoteWrite, &host))
+      !e.check_rkey(qp, rkey, va, pkt.reth.dma_len, kAccessRemoteWrite, &host, &ref))
     return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
   if (len && !e.mem_.write(host, {reinterpret_cast<const std::byte*>(pkt.payload), len}))
     return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);

@@ -12,25 +12,28 @@ using namespace eng;
 // IBA 10.6 (memory protection): every SGE of a local WR must name a valid MR of the
 // QP's PD that contains it and grants the access the operation needs.
 // The keys are checked once, when the WQE starts; packets then use the
-// resolved host addresses (deregistering an MR that a posted WQE still uses
-// is undefined in IBA 10.6; the MemoryAccess still bounds every access).
+// resolved host addresses, each after mr_live() of its MR: deregistering or
+// reregistering an MR that a started WQE uses fails the WQE (IBV_WC_LOC_PROT_ERR)
+// instead of letting it touch the memory after dereg_mr returned.
 MemStatus Engine::Impl::check_local_sgl(Qp& qp, const Sge* sges, uint32_t n, uint32_t need,
-                                        uint64_t* hosts) {
+                                        uint64_t* hosts, uint64_t* refs) {
   for (uint32_t i = 0; i < n; ++i) {
     const Sge& s = sges[i];
     hosts[i] = 0;
+    refs[i] = 0;
     if (s.length == 0) continue;
     const Mr* mr = mr_by_lkey(s.lkey);
     if (!mr || mr->pd != qp.pd || mr->invalidated || !covers(*mr, s.addr, s.length) ||
         (mr->access & need) != need)
       return MemStatus::kProt;
     hosts[i] = mr->addr + (s.addr - mr->iova);
+    refs[i] = mr_ref(*mr);
   }
   return MemStatus::kOk;
 }
 
 bool Engine::Impl::check_rkey(const Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
-                              uint64_t* host) {
+                              uint64_t* host, uint64_t* ref) {
   const Mr* mr = mr_by_rkey(rkey);
   if (!mr || mr->pd != qp.pd || mr->invalidated || (mr->access & need) != need ||
       !covers(*mr, va, len))
@@ -41,6 +44,7 @@ bool Engine::Impl::check_rkey(const Qp& qp, uint32_t rkey, uint64_t va, uint64_t
       ((mr->kind == kMwType2 && mr->mw_qpn != qp.qpn) || mrs_[mr->mw_mr].invalidated))
     return false;
   *host = mr->addr + (va - mr->iova);
+  *ref = mr_ref(*mr);
   return true;
 }
 
@@ -64,6 +68,7 @@ MemStatus Engine::Impl::gather(Qp& qp, uint32_t idx, std::byte* dst, uint32_t le
   }
   const Sge* sges = qp.wqe_sges(idx);
   const uint64_t* hosts = qp.wqe_hosts(idx);
+  const uint64_t* refs = qp.wqe_refs(idx);
   uint32_t i = qp.req_sge, in = qp.req_sge_off;
   while (len > 0) {
     while (i < w.num_sge && in >= sges[i].length) {
@@ -72,6 +77,7 @@ MemStatus Engine::Impl::gather(Qp& qp, uint32_t idx, std::byte* dst, uint32_t le
     }
     if (i >= w.num_sge) return MemStatus::kLen;
     const uint32_t chunk = std::min(len, sges[i].length - in);
+    if (!mr_live(refs[i])) return MemStatus::kProt;  // deregistered since the WQE started
     if (!mem_.read(hosts[i] + in, {dst, chunk})) return MemStatus::kAccess;
     dst += chunk;
     len -= chunk;
@@ -89,12 +95,14 @@ MemStatus Engine::Impl::scatter_wqe(Qp& qp, uint32_t idx, uint32_t off, const st
   const SendWqe& w = qp.wqe(idx);
   const Sge* sges = qp.wqe_sges(idx);
   const uint64_t* hosts = qp.wqe_hosts(idx);
+  const uint64_t* refs = qp.wqe_refs(idx);
   uint32_t i, in;
   seek_cursor(sges, w.num_sge, off, &i, &in);
   while (len > 0) {
     if (i >= w.num_sge) return MemStatus::kLen;
     const uint32_t chunk = std::min(len, sges[i].length - in);
     if (chunk > 0) {
+      if (!mr_live(refs[i])) return MemStatus::kProt;  // deregistered since the WQE started
       if (!mem_.write(hosts[i] + in, {src, chunk})) return MemStatus::kAccess;
       src += chunk;
       len -= chunk;

@@ -62,6 +62,7 @@ void Engine::Impl::mw_unbind(Mr& mw) {
   if (!mw.invalidated && mrs_.used(mw.mw_mr) && mrs_[mw.mw_mr].mw_bound > 0)
     --mrs_[mw.mw_mr].mw_bound;
   mw.invalidated = true;
+  fence_mr(mw);
   mw.length = 0;
   mw.access = 0;
   mw.mw_qpn = 0;
@@ -74,6 +75,7 @@ Result<void> Engine::Impl::dealloc_mw(Handle h) {
   if (!mw) return err(EINVAL, "dealloc_mw: no such memory window");
   mw_unbind(*mw);
   --pds_[mw->pd].refs;
+  fence_mr(*mw);
   mrs_.release(static_cast<uint32_t>(mw - &mrs_[0]));
   return {};
 }
@@ -133,6 +135,7 @@ WcStatus Engine::Impl::local_invalidate(Qp& qp, uint32_t rkey) {
     return WcStatus::kSuccess;
   }
   m->invalidated = true;
+  fence_mr(*m);
   return WcStatus::kSuccess;
 }
 
@@ -147,6 +150,7 @@ bool Engine::Impl::remote_invalidate(Qp& qp, uint32_t rkey) {
     return true;
   }
   m->invalidated = true;
+  fence_mr(*m);
   return true;
 }
 

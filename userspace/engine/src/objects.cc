@@ -56,6 +56,7 @@ Engine::Impl::Impl(const EngineConfig& cfg, MemoryAccess& mem)
 
   pds_.init(cfg_.max_pds, 32);
   mrs_.init(cfg_.max_mrs, 24);
+  mr_fence_.assign(cfg_.max_mrs, 0);
   cqs_.init(cfg_.max_cqs, 32);
   srqs_.init(cfg_.max_srqs, 32);
   ahs_.init(cfg_.max_ahs, 32);
@@ -161,6 +162,7 @@ Result<void> Engine::Impl::dereg_mr(uint32_t lkey) {
   if (mr->mw_bound != 0)  // IBA 11.2.8.? / rxe: windows still bound to it
     return err(EBUSY, "dereg_mr: " + std::to_string(mr->mw_bound) + " memory windows bound");
   --pds_[mr->pd].refs;
+  fence_mr(*mr);  // in-flight work using it ends in error (mr_live)
   mrs_.release(static_cast<uint32_t>(mr - &mrs_[0]));
   return {};
 }
@@ -206,6 +208,7 @@ Result<void> Engine::Impl::rereg_mr(uint32_t lkey, uint32_t flags, Handle pd, ui
   // which keeps an iova registered apart from the host address (reg_mr_host).
   if ((flags & kReregTranslation) || ((acc ^ old_access) & kAccessZeroBased))
     mr->iova = (acc & kAccessZeroBased) ? 0 : a;
+  fence_mr(*mr);  // work checked against the old range, PD or rights ends in error (mr_live)
   return {};
 }
 
@@ -219,9 +222,10 @@ Result<void> Engine::Impl::rereg_mr_host(uint32_t lkey, uint32_t flags, Handle p
   if ((flags & kReregTranslation) && length > UINT64_MAX - iova)
     return err(EINVAL, "rereg_mr: iova + length overflows");
   const uint64_t old_iova = mr->iova;
+  const bool zero_based_flips = (flags & kReregAccess) && ((access ^ mr->access) & kAccessZeroBased);
   auto r = rereg_mr(lkey, flags, pd, host_addr, length, access);
   if (!r) return r;
-  mr->iova = (flags & kReregTranslation) ? iova : old_iova;
+  mr->iova = ((flags & kReregTranslation) || zero_based_flips) ? iova : old_iova;
   return {};
 }
 

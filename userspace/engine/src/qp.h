@@ -81,6 +81,7 @@ struct Resource {
   uint32_t cur_psn = 0;
   uint64_t cur_va = 0;
   uint64_t cur_host = 0;  // host address of cur_va (R_Key checked at the request)
+  uint64_t cur_ref = 0;   // its MR's fence reference (Impl::mr_live)
   uint32_t cur_left = 0;
   bool cur_first = true;  // next packet starts a (re)transmission
   uint64_t atomic_orig = 0;
@@ -194,6 +195,7 @@ struct RdLaneRx {
 // request inside an answered READ's PSNs), sent before new responses.
 struct RdRepair {
   uint64_t host = 0;       // host address of psn's first byte
+  uint64_t ref = 0;        // its MR's fence reference (Impl::mr_live)
   uint32_t psn = 0;        // next response PSN to send
   uint32_t left = 0;       // bytes left
   uint32_t msn = 0;        // the READ's MSN (AETH)
@@ -354,6 +356,7 @@ struct Qp {
   std::vector<SendWqe> sq;
   std::vector<Sge> sq_sge;
   std::vector<uint64_t> sq_host;  // host address of each SGE, resolved when its WQE starts
+  std::vector<uint64_t> sq_ref;   // the fence reference of each SGE's MR (Impl::mr_live)
   std::vector<std::byte> sq_inline;
   uint32_t sq_mask = 0;
   uint32_t sq_head = 0;  // oldest WQE not yet completed (completer)
@@ -402,6 +405,7 @@ struct Qp {
   // RDMA WRITE in progress
   uint64_t wr_va = 0;
   uint64_t wr_host = 0;  // host address of wr_va (R_Key checked once per message)
+  uint64_t wr_ref = 0;   // its MR's fence reference (Impl::mr_live)
   uint32_t wr_rkey = 0;
   uint32_t wr_left = 0;
   uint32_t wr_total = 0;
@@ -436,6 +440,9 @@ struct Qp {
   }
   uint64_t* wqe_hosts(uint32_t idx) {
     return &sq_host[static_cast<size_t>(idx & sq_mask) * cap.max_send_sge];
+  }
+  uint64_t* wqe_refs(uint32_t idx) {
+    return &sq_ref[static_cast<size_t>(idx & sq_mask) * cap.max_send_sge];
   }
   std::byte* wqe_inline(uint32_t idx) {
     return sq_inline.data() + static_cast<size_t>(idx & sq_mask) * cap.max_inline_data;

@@ -171,6 +171,7 @@ Result<Qpn> Engine::Impl::create_qp(Handle pd, const QpInitAttr& a) {
   qp.sq.assign(qp.sq_mask + 1, SendWqe{});
   qp.sq_sge.assign(static_cast<size_t>(qp.sq_mask + 1) * c.max_send_sge, Sge{});
   qp.sq_host.assign(qp.sq_sge.size(), 0);
+  qp.sq_ref.assign(qp.sq_sge.size(), 0);
   qp.sq_inline.assign(static_cast<size_t>(qp.sq_mask + 1) * c.max_inline_data, std::byte{0});
   uint32_t rsge = 1;
   if (srq == kNone) {

@@ -143,7 +143,8 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
       // IBA 10.6: local buffers need a valid L_Key of the QP's PD; READ
       // and atomic results are written locally, so those need LOCAL_WRITE.
       const uint32_t need = is_rd_atomic(w.opcode) ? uint32_t{kAccessLocalWrite} : 0u;
-      if (check_local_sgl(qp, qp.wqe_sges(idx), w.num_sge, need, qp.wqe_hosts(idx)) !=
+      if (check_local_sgl(qp, qp.wqe_sges(idx), w.num_sge, need, qp.wqe_hosts(idx),
+                          qp.wqe_refs(idx)) !=
           MemStatus::kOk)
         w.err = WcStatus::kLocProtErr;
     }

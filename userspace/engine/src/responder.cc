@@ -163,17 +163,18 @@ void do_send(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
 void do_write(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
   const uint32_t psn = pkt.bth.psn;
   const uint32_t len = pkt.payload_len;
-  uint64_t host = 0;
+  uint64_t host = 0, ref = 0;
   if (f & SROCE_IS_FIRST) {
     const sroce_reth& r = pkt.reth;
     // IBA 10.2 / 10.6: the QP and the MR must both allow remote
     // writes, and the R_Key must cover the whole DMA range. A zero-length
     // write checks no R_Key (IBA 9.4: zero-length RDMA).
     if (!(qp.attr.qp_access_flags & kAccessRemoteWrite)) return access_error(e, qp, psn);
-    if (r.dma_len > 0 && !e.check_rkey(qp, r.rkey, r.va, r.dma_len, kAccessRemoteWrite, &host))
+    if (r.dma_len > 0 && !e.check_rkey(qp, r.rkey, r.va, r.dma_len, kAccessRemoteWrite, &host, &ref))
       return access_error(e, qp, psn);
     qp.wr_va = r.va;
     qp.wr_host = host;
+    qp.wr_ref = ref;
     qp.wr_rkey = r.rkey;
     qp.wr_left = qp.wr_total = r.dma_len;
   }
@@ -182,8 +183,10 @@ void do_write(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
     return invalid_request(e, qp, psn);
   const bool imm = (f & SROCE_HAS_IMMDT) != 0;
   if (imm && !qp.rwqe_active && !take_rwqe(e, qp)) return no_rwqe(e, qp, psn);
-  // The R_Key covered the whole DMA range at the first packet.
-  if (len && !e.mem_.write(qp.wr_host, {reinterpret_cast<const std::byte*>(pkt.payload), len}))
+  // The R_Key covered the whole DMA range at the first packet; the MR must still be the one
+  // it named (a DEREG_MR or REREG_MR since fences the rest of the message out: mr_live).
+  if (len && (!e.mr_live(qp.wr_ref) ||
+              !e.mem_.write(qp.wr_host, {reinterpret_cast<const std::byte*>(pkt.payload), len})))
     return access_error(e, qp, psn);
   qp.wr_va += len;
   qp.wr_host += len;
@@ -243,9 +246,9 @@ Resource* alloc_res(Qp& qp) {
 void do_read(Impl& e, Qp& qp, const sroce_pkt& pkt) {
   const uint32_t psn = pkt.bth.psn;
   const sroce_reth& r = pkt.reth;
-  uint64_t host = 0;
+  uint64_t host = 0, ref = 0;
   if (!(qp.attr.qp_access_flags & kAccessRemoteRead)) return access_error(e, qp, psn);
-  if (r.dma_len > 0 && !e.check_rkey(qp, r.rkey, r.va, r.dma_len, kAccessRemoteRead, &host))
+  if (r.dma_len > 0 && !e.check_rkey(qp, r.rkey, r.va, r.dma_len, kAccessRemoteRead, &host, &ref))
     return access_error(e, qp, psn);
   if (r.dma_len > e.cfg_.max_msg_size) return invalid_request(e, qp, psn);
   Resource* res = alloc_res(qp);
@@ -259,6 +262,7 @@ void do_read(Impl& e, Qp& qp, const sroce_pkt& pkt) {
   res->rkey = r.rkey;
   res->cur_va = r.va;
   res->cur_host = host;
+  res->cur_ref = ref;
   res->cur_left = r.dma_len;
   res->cur_first = true;
   // Lossy mode: a READ request that came with a trailer gets sprayed
@@ -279,8 +283,8 @@ void do_atomic(Impl& e, Qp& qp, const sroce_pkt& pkt) {
   const sroce_atmeth& a = pkt.atmeth;
   if (!(qp.attr.qp_access_flags & kAccessRemoteAtomic)) return access_error(e, qp, psn);
   if (a.va & 7) return invalid_request(e, qp, psn);  // IBA 9.4: 8-byte aligned
-  uint64_t host = 0;
-  if (!e.check_rkey(qp, a.rkey, a.va, 8, kAccessRemoteAtomic, &host))
+  uint64_t host = 0, ref = 0;
+  if (!e.check_rkey(qp, a.rkey, a.va, 8, kAccessRemoteAtomic, &host, &ref))
     return access_error(e, qp, psn);
   Resource* res = alloc_res(qp);
   if (!res) return invalid_request(e, qp, psn);
@@ -334,7 +338,7 @@ void do_duplicate(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
       if (r.kind != Resource::kRead || psn_diff(psn, r.first_psn) < 0 ||
           psn_diff(psn, r.last_psn) > 0)
         continue;
-      uint64_t host = 0;
+      uint64_t host = 0, ref = 0;
       const uint32_t left = static_cast<uint32_t>(psn_diff(r.last_psn, psn)) + 1;
       if (r.lossy) {
         // Lossy mode (lossy_read.cc): the requester asks for exactly the
@@ -343,20 +347,21 @@ void do_duplicate(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
         const uint32_t k = npackets(pkt.reth.dma_len, qp.mtu);
         if (k > left || (pkt.reth.dma_len > 0 &&
                          !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
-                                       kAccessRemoteRead, &host)))
+                                       kAccessRemoteRead, &host, &ref)))
           break;
-        if (!e.lossy_read_repair(qp, r, psn, host, pkt.reth.dma_len))
+        if (!e.lossy_read_repair(qp, r, psn, host, ref, pkt.reth.dma_len))
           return count_drop(e, qp, kRxDropDuplicate);
         return;
       }
       if (npackets(pkt.reth.dma_len, qp.mtu) != left ||
           (pkt.reth.dma_len > 0 && !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
-                                                 kAccessRemoteRead, &host)))
+                                                 kAccessRemoteRead, &host, &ref)))
         break;
       r.rkey = pkt.reth.rkey;
       r.cur_psn = psn;
       r.cur_va = pkt.reth.va;
       r.cur_host = host;
+      r.cur_ref = ref;
       r.cur_left = pkt.reth.dma_len;
       r.cur_first = true;
       return replay(e, qp, r);

@@ -322,7 +322,8 @@ class Engine {
   // above max_cqe, or below the completions the CQ holds (as rxe).
   Result<void> resize_cq(Handle cq, uint32_t cqe);
   // rereg_mr for an MR registered with reg_mr_host: with kReregTranslation the host address
-  // and the iova move apart (`host_addr`, `iova`); otherwise as rereg_mr, iova kept.
+  // and the iova move apart (`host_addr`, `iova`); otherwise as rereg_mr with the iova kept,
+  // except that a change of kAccessZeroBased makes `iova` the MR's iova.
   Result<void> rereg_mr_host(uint32_t lkey, uint32_t flags, Handle pd, uint64_t host_addr,
                              uint64_t length, uint32_t access, uint64_t iova);
 
