@@ -10,7 +10,7 @@
 #include "abi_client.h"
 #include "cmd_daemon.h"
 #include "harness.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::test;
 

@@ -19,7 +19,7 @@
 
 #include "abi_client.h"
 #include "harness.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::test;
 using nlohmann::json;

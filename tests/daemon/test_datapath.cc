@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "udp_datapath.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce;
 using namespace sroce::daemon;

@@ -15,7 +15,7 @@
 #include "gsi_socket.h"
 #include "proto/icrc.h"
 #include "proto/packet.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce;
 using namespace sroce::daemon;

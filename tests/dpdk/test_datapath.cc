@@ -22,7 +22,7 @@
 #include "netns.h"
 #include "proto/icrc.h"
 #include "sroce/dpdk/dpdk_datapath.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce;
 using namespace sroce::dpdk::test;

@@ -13,7 +13,7 @@
 
 #include "neighbour.h"
 #include "netns.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::dpdk;
 using namespace sroce::dpdk::test;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "frame.h"
-#include "skip.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::dpdk;
 

@@ -22,7 +22,8 @@ import sys
 import time
 
 from fabric_test import SKIP, CheckFailed, Fabric, check, main, run_tool, tool
-from test_sroced import PROGRAM_TIMEOUT, bin_dir, daemon_logs, daemon_stats, pingpong
+from test_sroced import (PROGRAM_TIMEOUT, bin_dir, daemon_logs, daemon_stats, pingpong,
+                         wait_listening)
 
 PORT = 18795
 LOSS = 1.0  # % per leaf-spine link direction
@@ -85,7 +86,7 @@ def run(f: Fabric) -> None:
     server = subprocess.Popen([tool(), "exec", "--name", f.name, "h2", "--", *bw],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     f.procs.append(server)
-    time.sleep(1.5)
+    wait_listening(f, "h2", PORT + 1, server, "ib_write_bw server")
     client = run_tool("exec", "--name", f.name, "h1", "--", *bw, f.addr("h2"), check_rc=False,
                       timeout=PROGRAM_TIMEOUT + 30)
     sout = server.communicate(timeout=PROGRAM_TIMEOUT + 30)[0]

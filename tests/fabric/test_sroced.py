@@ -98,6 +98,18 @@ def test() -> None:
     check(not any(os.path.exists(s) for s in socks.values()), f"sockets left: {socks}")
 
 
+def wait_listening(f: Fabric, host: str, port: int, server: subprocess.Popen, what: str) -> None:
+    """Returns once `server` (a program pair's server on `host`) listens on TCP `port`: the
+    client starts then, not after a sleep that a loaded machine can outlast. Fails if the
+    server exits first or does not listen within 60 s."""
+    deadline = time.monotonic() + 60
+    while not f.exec(host, "ss", "-Hltn", f"sport = :{port}").strip():
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise CheckFailed(f"{what} did not listen on {host}:{port}: {server.communicate()[0]}")
+        time.sleep(0.1)
+
+
 def pingpong(f: Fabric, port: int, iters: int, size: int) -> None:
     """Debian's ibv_rc_pingpong -c between h2 (server) and h1 through sroce-run: both exit 0,
     the server found the client's pattern in every page, both report iters x size each way.
@@ -109,15 +121,7 @@ def pingpong(f: Fabric, port: int, iters: int, size: int) -> None:
     server = subprocess.Popen([tool(), "exec", "--name", f.name, "h2", "--", *args],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     f.procs.append(server)
-    deadline = time.monotonic() + 60
-    while True:
-        out = f.exec("h2", "ss", "-Hltn", f"sport = :{port}")
-        if out.strip():
-            break
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            raise CheckFailed(f"ibv_rc_pingpong server did not listen: {server.communicate()[0]}")
-        time.sleep(0.1)
+    wait_listening(f, "h2", port, server, "ibv_rc_pingpong server")
     client = run_tool("exec", "--name", f.name, "h1", "--", *args, f.addr("h2"),
                       check_rc=False, timeout=PROGRAM_TIMEOUT + 30)
     sout = server.communicate(timeout=PROGRAM_TIMEOUT + 30)[0]

@@ -48,12 +48,21 @@ rdmacm_main() {
 
 	# ns_pair NAME TIMEOUT "SERVER CMD" "CLIENT CMD": server in r2, client in r1, PASS when
 	# both exit 0; their outputs in /tmp/srv.out and /tmp/cli.out.
+	# cm_listening COMM: a cm_id of program COMM is in state LISTEN (rdma resource show).
+	cm_listening() {
+		rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
+	}
+	# wait_cm_listen COMM: the client starts once the server listens, not after a sleep a
+	# slow VM can outlast (up to 20 s; then a note, and the client runs anyway).
+	wait_cm_listen() {
+		wait_for 20 cm_listening "$1" || echo "    note: no listening cm_id of $1 seen in 20 s"
+	}
 	ns_pair() {
 		name=$1 to=$2 scmd=$3 ccmd=$4
 		# shellcheck disable=SC2086
 		timeout "$to" $IP netns exec $NS2 $scmd >/tmp/srv.out 2>&1 &
 		spid=$!
-		sleep 2
+		wait_cm_listen "${scmd%% *}"
 		# shellcheck disable=SC2086
 		timeout "$to" $IP netns exec $NS1 $ccmd >/tmp/cli.out 2>&1
 		crc=$?
@@ -106,10 +115,14 @@ rdmacm_main() {
 	echo "== sroced killed under a running rping"
 	$IP netns exec $NS2 rping -s -a $A2 -C 1000000 -S 1024 -V >/tmp/srv.out 2>&1 &
 	S=$!
-	sleep 2
+	wait_cm_listen rping
 	$IP netns exec $NS1 rping -c -a $A2 -C 1000000 -S 1024 -V >/tmp/cli.out 2>&1 &
 	C=$!
-	sleep 4
+	# The kill comes once the two are connected (a second cm_id of rping that is not
+	# listening: the server's accepted one, or the client's), not after a guess.
+	wait_for 30 sh -c "rdma resource show cm_id 2>/dev/null | grep 'comm rping' | grep -qv LISTEN" ||
+		echo "    note: no connected rping cm_id seen in 30 s"
+	sleep 1
 	running=0
 	kill -0 "$S" 2>/dev/null && kill -0 "$C" 2>/dev/null && running=1
 	resets0=$(dmesg | grep -c "sroce3 reset after sroced's death")
