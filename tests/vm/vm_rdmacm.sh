@@ -85,6 +85,34 @@ rdmacm_main() {
 	else
 		echo "SUMMARY rping: FAILED"
 	fi
+	# Every byte of every operation between the two sroceds (tests/lib/datacheck), over
+	# each device's IPv4 GID.
+	if command -v sroce-datacheck >/dev/null; then
+		g3="" g4=""
+		for g in /sys/class/infiniband/sroce3/ports/1/gids/*; do
+			grep -q "0000:0000:0000:0000:0000:ffff:0a02:0001" "$g" && g3=${g##*/} && break
+		done
+		for g in /sys/class/infiniband/sroce4/ports/1/gids/*; do
+			grep -q "0000:0000:0000:0000:0000:ffff:0a02:0002" "$g" && g4=${g##*/} && break
+		done
+		timeout 180 $IP netns exec $NS2 sroce-datacheck -d sroce4 -g "${g4:-0}" -p 18516 >/tmp/srv.out 2>&1 &
+		spid=$!
+		wait_for 30 tcp_listening 18516 $NS2 ||
+			echo "    note: sroce-datacheck's server does not listen after 30 s"
+		timeout 180 $IP netns exec $NS1 sroce-datacheck -d sroce3 -g "${g3:-0}" -p 18516 -n 160 \
+			-s 32768 $A2 >/tmp/cli.out 2>&1
+		crc=$?
+		wait "$spid"
+		src=$?
+		if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+			pass "sroce-datacheck across the two sroceds (GIDs $g3, $g4)"
+		else
+			fail "sroce-datacheck across the two sroceds (server $src, client $crc)"
+			sed 's/^/    server: /' /tmp/srv.out | tail -n 15
+			sed 's/^/    client: /' /tmp/cli.out | tail -n 15
+		fi
+		echo "SUMMARY sroce-datacheck r1->r2: $(grep -E 'client (OK|FAIL)' /tmp/cli.out | head -n1)"
+	fi
 	for bw in ib_send_bw ib_write_bw; do
 		command -v $bw >/dev/null || continue
 		if ns_pair "$bw -R (rdma_cm)" 90 "$bw -R -d sroce4 -s 65536 -n 100 -F" \
