@@ -10,6 +10,7 @@
 #include "abi_client.h"
 #include "cmd_daemon.h"
 #include "harness.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::test;
 
@@ -82,8 +83,7 @@ TEST_CASE("statistics larger than one message arrive through a memfd", "[cli]") 
 
 TEST_CASE("datapath.realtime_priority makes the loop SCHED_FIFO and sroce status says so", "[cli]") {
   if (geteuid() != 0) {
-    WARN("needs root (CAP_SYS_NICE) to set SCHED_FIFO; skipped");
-    return;
+    SROCE_SKIP("needs root (CAP_SYS_NICE) to set SCHED_FIFO");
   }
   DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(20000 + (getpid() + 11) % 12000), "--set",
                    "datapath.realtime_priority=7", "--set", "datapath.busy_poll_us=0"});

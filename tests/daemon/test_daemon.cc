@@ -19,6 +19,7 @@
 
 #include "abi_client.h"
 #include "harness.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::test;
 using nlohmann::json;
@@ -129,8 +130,7 @@ sroce_send_wqe wqe(uint64_t wr_id, uint8_t opcode, uint32_t flags = IBV_SEND_SIG
 #define REQUIRE_ROOT()                                           \
   do {                                                           \
     if (!have_root()) {                                          \
-      WARN("needs root (network namespaces, veth): skipped");    \
-      return;                                                    \
+      SROCE_SKIP("needs root (network namespaces, veth)");       \
     }                                                            \
   } while (0)
 

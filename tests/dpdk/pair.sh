@@ -3,7 +3,8 @@
 # An unchanged server/client RDMA program pair across the two hosts of hosts.sh (the DPDK
 # variant of tests/e2e/pair.sh): the server under sroce-run on h1, then, once it listens on TCP
 # PORT, the client on h2, which should name the server as 10.78.0.1. Both are bounded by
-# SECONDS. Passes only if both exit 0; prints both outputs and each daemon's datapath counters.
+# SECONDS. Passes only if both exit 0 and neither printed "invalid data"; prints both outputs
+# and each daemon's datapath counters.
 set -u
 here=$(dirname "$(readlink -f "$0")")
 state=$1
@@ -30,4 +31,9 @@ echo "=== server (h1, $(cat "$state/h1.kind")): ${server[*]} -> $src"
 cat "$out/server"
 echo "=== client (h2, $(cat "$state/h2.kind")): $* -> $crc"
 cat "$out/client"
+# ibv_*_pingpong -c reports a bad byte as "invalid data" and still exits 0.
+if grep -q "invalid data" "$out/server" "$out/client"; then
+  echo "pair.sh: FAIL: a program reported invalid data" >&2
+  exit 1
+fi
 [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]

@@ -22,6 +22,7 @@
 #include "netns.h"
 #include "proto/icrc.h"
 #include "sroce/dpdk/dpdk_datapath.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce;
 using namespace sroce::dpdk::test;
@@ -252,16 +253,14 @@ void exercise(const std::string& kind, int subnet) {
 
 TEST_CASE("af_xdp: frames out and in, loopback, ARP kept by the kernel, clean stop", "[datapath]") {
   if (!have_root()) {
-    WARN("needs root (namespaces, AF_XDP)");
-    return;
+    SROCE_SKIP("needs root (namespaces, AF_XDP)");
   }
   exercise("af_xdp", 83);
 }
 
 TEST_CASE("af_packet: frames out and in, loopback, ARP kept by the kernel, clean stop", "[datapath]") {
   if (!have_root()) {
-    WARN("needs root (namespaces, AF_PACKET)");
-    return;
+    SROCE_SKIP("needs root (namespaces, AF_PACKET)");
   }
   exercise("af_packet", 84);
 }

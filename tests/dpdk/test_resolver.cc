@@ -13,6 +13,7 @@
 
 #include "neighbour.h"
 #include "netns.h"
+#include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce::dpdk;
 using namespace sroce::dpdk::test;
@@ -44,8 +45,7 @@ bool wait_resolved(NeighbourTable& t, uint32_t dst, MacAddr& mac, int ms) {
 
 TEST_CASE("the resolver takes next-hop MACs from the kernel and makes it ARP when it has none", "[resolver]") {
   if (!have_root()) {
-    WARN("needs root (network namespaces)");
-    return;
+    SROCE_SKIP("needs root (network namespaces)");
   }
   NetnsPair p(79);
   REQUIRE(p.ok);
@@ -104,8 +104,7 @@ TEST_CASE("the resolver takes next-hop MACs from the kernel and makes it ARP whe
 
 TEST_CASE("the resolver follows a MAC change within its refresh period", "[resolver]") {
   if (!have_root()) {
-    WARN("needs root (network namespaces)");
-    return;
+    SROCE_SKIP("needs root (network namespaces)");
   }
   NetnsPair p(82);
   REQUIRE(p.ok);
@@ -133,8 +132,7 @@ TEST_CASE("the resolver follows a MAC change within its refresh period", "[resol
 // and the probe makes the kernel run neighbour discovery (RFC 4861) for a missing entry.
 TEST_CASE("the resolver's IPv6 query reads neighbour entries and makes the kernel solicit", "[resolver]") {
   if (!have_root()) {
-    WARN("needs root (network namespaces)");
-    return;
+    SROCE_SKIP("needs root (network namespaces)");
   }
   NetnsPair p(83);
   REQUIRE(p.ok);

@@ -3,7 +3,9 @@
 # Runs an unchanged server/client RDMA program pair across the two hosts of hosts.sh: the
 # server under sroce-run on h1, then (once it listens on TCP PORT) the client on h2, whose
 # command should name the server as 10.77.0.1. Both are bounded by SECONDS. Passes only if
-# both exit 0. Prints both outputs.
+# both exit 0 and neither printed "invalid data" (ibv_*_pingpong -c reports a bad byte so and
+# still exits 0). Prints both outputs. Data are checked in full by sroce-datacheck
+# (tests/lib/datacheck), which pair.sh runs like any other program.
 set -u
 here=$(dirname "$(readlink -f "$0")")
 state=$1
@@ -31,4 +33,8 @@ echo "=== server (h1): ${server[*]} -> $src"
 cat "$out/server"
 echo "=== client (h2): $* -> $crc"
 cat "$out/client"
+if grep -q "invalid data" "$out/server" "$out/client"; then
+  echo "pair.sh: FAIL: a program reported invalid data" >&2
+  exit 1
+fi
 [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]

@@ -4,7 +4,8 @@
 Round trips from 8 source ports, before and after a delay on the leaf->spine
 directions of h1's leaf: 1 ms towards s1, 3 ms towards s2. Each port's
 round trip grows by the delay of the spine its requests take (found from the
-per-direction counters), never by less, and by at most a bounded overhead;
+per-direction counters): no round trip is shorter than the delay, and how much
+longer the fastest is (the delay line's overhead) is printed, not asserted;
 paths with different delays are what the reordering experiments need."""
 
 import statistics
@@ -50,12 +51,13 @@ def test() -> None:
             added = m - b
             print(f"port {p} via {spine1[p]}: rtt {b:.3f} -> {m:.3f} ms "
                   f"(+{added:.3f}, min {min(slow[p]):.3f}), delay {want} ms")
-            # The fastest round trip: never faster than the delay, and close
-            # to it (the median is also shown, but a loaded machine can hold
-            # any single process back for milliseconds; the minimum of 20 is
-            # what the fabric adds).
+            # No round trip through the delay line is faster than its delay: an
+            # absolute bound that load cannot break (load only adds time). The
+            # difference of the two minima is not one: a loaded machine can hold
+            # back every one of the 20 baseline round trips (a baseline minimum of
+            # 0.2 ms once made a 1.115 ms round trip look 0.1 ms short).
             fastest = min(slow[p]) - min(base[p])
-            check(fastest >= want - 0.1,
+            check(min(slow[p]) >= want - 0.02,
                   f"port {p}: a round trip of {min(slow[p]):.3f} ms beat the {want} ms delay")
             # How close to the delay it comes is a figure, not an assertion:
             # on a loaded machine any round trip can be held back (docs/fabric.md).

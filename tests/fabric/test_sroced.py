@@ -98,6 +98,18 @@ def test() -> None:
     check(not any(os.path.exists(s) for s in socks.values()), f"sockets left: {socks}")
 
 
+def wait_listening(f: Fabric, host: str, port: int, server: subprocess.Popen, what: str) -> None:
+    """Returns once `server` (a program pair's server on `host`) listens on TCP `port`: the
+    client starts then, not after a sleep that a loaded machine can outlast. Fails if the
+    server exits first or does not listen within 60 s."""
+    deadline = time.monotonic() + 60
+    while not f.exec(host, "ss", "-Hltn", f"sport = :{port}").strip():
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            raise CheckFailed(f"{what} did not listen on {host}:{port}: {server.communicate()[0]}")
+        time.sleep(0.1)
+
+
 def pingpong(f: Fabric, port: int, iters: int, size: int) -> None:
     """Debian's ibv_rc_pingpong -c between h2 (server) and h1 through sroce-run: both exit 0,
     the server found the client's pattern in every page, both report iters x size each way.
@@ -109,15 +121,7 @@ def pingpong(f: Fabric, port: int, iters: int, size: int) -> None:
     server = subprocess.Popen([tool(), "exec", "--name", f.name, "h2", "--", *args],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     f.procs.append(server)
-    deadline = time.monotonic() + 60
-    while True:
-        out = f.exec("h2", "ss", "-Hltn", f"sport = :{port}")
-        if out.strip():
-            break
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            raise CheckFailed(f"ibv_rc_pingpong server did not listen: {server.communicate()[0]}")
-        time.sleep(0.1)
+    wait_listening(f, "h2", port, server, "ibv_rc_pingpong server")
     client = run_tool("exec", "--name", f.name, "h1", "--", *args, f.addr("h2"),
                       check_rc=False, timeout=PROGRAM_TIMEOUT + 30)
     sout = server.communicate(timeout=PROGRAM_TIMEOUT + 30)[0]
@@ -133,6 +137,33 @@ def pingpong(f: Fabric, port: int, iters: int, size: int) -> None:
     for who, text in (("client", client.stdout), ("server", sout)):
         check(f"\n{iters} iters in" in text and f"\n{iters * size * 2} bytes in" in text,
               f"{who} did not report {iters} iterations of {size} bytes\n{both}")
+
+
+def datacheck(f: Fabric, port: int, steps: int, max_size: int = 65536) -> str:
+    """sroce-datacheck (tests/lib/datacheck) between h2 (server) and h1 through sroce-run: every
+    byte of SEND, SEND with immediate, WRITE, WRITE with immediate, READ and both atomics'
+    results, random sizes and offsets; both must exit 0. Unlike ibv_rc_pingpong, neither side
+    leaves before the other has all its completions (a TCP verdict closes each round), so a
+    lost last ACK is repaired instead of meeting a destroyed QP. Returns the client's summary."""
+    prog = os.path.join(bin_dir(), "sroce-datacheck")
+    check(os.access(prog, os.X_OK), f"{prog} is not built")
+    sroce_run = os.path.join(bin_dir(), "sroce-run")
+    args = ["timeout", "-k", "5", str(PROGRAM_TIMEOUT), sroce_run, "--", prog, "-g", "0",
+            "-p", str(port)]
+    server = subprocess.Popen([tool(), "exec", "--name", f.name, "h2", "--", *args],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    f.procs.append(server)
+    wait_listening(f, "h2", port, server, "sroce-datacheck server")
+    client = run_tool("exec", "--name", f.name, "h1", "--", *args, "-n", str(steps),
+                      "-s", str(max_size), f.addr("h2"), check_rc=False,
+                      timeout=PROGRAM_TIMEOUT + 30)
+    sout = server.communicate(timeout=PROGRAM_TIMEOUT + 30)[0]
+    both = f"--- client:\n{client.stdout}{client.stderr}\n--- server:\n{sout}"
+    check(client.returncode == 0 and server.returncode == 0,
+          f"sroce-datacheck: client exit {client.returncode}, server {server.returncode}\n{both}")
+    ok = [ln for ln in client.stdout.splitlines() if "client OK" in ln]
+    check(ok and "server OK" in sout, f"sroce-datacheck did not report OK on both sides\n{both}")
+    return ok[0]
 
 
 def across(f: Fabric) -> tuple[dict, dict]:

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -360,13 +361,40 @@ static int t_timeout(double limit)
 	return 0;
 }
 
+/* 1 once task PID sleeps in write(2) (/proc/PID/syscall names the system call
+ * a blocked task is in; "running" reads as 0), 0 if it did not within LIMIT
+ * seconds, -1 if it exited first. */
+static int blocked_in_write(pid_t pid, double limit)
+{
+	char path[64], buf[128];
+	double end = now_s() + limit;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	while (now_s() < end) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (n < 0)
+			return -1;
+		buf[n] = 0;
+		if (strtol(buf, NULL, 10) == SYS_write)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
 /* A program killed while waiting for sroced leaves at once: well before the
  * module's call timeout (vm_test.sh raises it above LIMIT for this check), so
- * the exit comes from the signal and not from the timeout. */
+ * the exit comes from the signal and not from the timeout. The kill comes only
+ * once the child sleeps in its GET_CONTEXT write (a kill before it got there
+ * would prove nothing). */
 static int t_killwait(double limit)
 {
 	pid_t pid = fork();
-	int status;
+	int status, blocked;
 	double t0;
 
 	if (pid == 0) {
@@ -375,7 +403,9 @@ static int t_killwait(double limit)
 		open_ctx(&c);
 		_exit(0);
 	}
-	usleep(300000);
+	blocked = blocked_in_write(pid, 20);
+	check(blocked == 1, "the child sleeps in write(GET_CONTEXT) before the kill (%s)",
+	      blocked == 0 ? "not within 20 s" : blocked < 0 ? "it exited" : "yes");
 	t0 = now_s();
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);

@@ -48,12 +48,21 @@ rdmacm_main() {
 
 	# ns_pair NAME TIMEOUT "SERVER CMD" "CLIENT CMD": server in r2, client in r1, PASS when
 	# both exit 0; their outputs in /tmp/srv.out and /tmp/cli.out.
+	# cm_listening COMM: a cm_id of program COMM is in state LISTEN (rdma resource show).
+	cm_listening() {
+		rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q "comm $1"
+	}
+	# wait_cm_listen COMM: the client starts once the server listens, not after a sleep a
+	# slow VM can outlast (up to 20 s; then a note, and the client runs anyway).
+	wait_cm_listen() {
+		wait_for 20 cm_listening "$1" || echo "    note: no listening cm_id of $1 seen in 20 s"
+	}
 	ns_pair() {
 		name=$1 to=$2 scmd=$3 ccmd=$4
 		# shellcheck disable=SC2086
 		timeout "$to" $IP netns exec $NS2 $scmd >/tmp/srv.out 2>&1 &
 		spid=$!
-		sleep 2
+		wait_cm_listen "${scmd%% *}"
 		# shellcheck disable=SC2086
 		timeout "$to" $IP netns exec $NS1 $ccmd >/tmp/cli.out 2>&1
 		crc=$?
@@ -75,6 +84,34 @@ rdmacm_main() {
 		[ "$rp_n" -ge 10 ] && pass "rping client printed $rp_n verified pings" || fail "rping client printed $rp_n pings"
 	else
 		echo "SUMMARY rping: FAILED"
+	fi
+	# Every byte of every operation between the two sroceds (tests/lib/datacheck), over
+	# each device's IPv4 GID.
+	if command -v sroce-datacheck >/dev/null; then
+		g3="" g4=""
+		for g in /sys/class/infiniband/sroce3/ports/1/gids/*; do
+			grep -q "0000:0000:0000:0000:0000:ffff:0a02:0001" "$g" && g3=${g##*/} && break
+		done
+		for g in /sys/class/infiniband/sroce4/ports/1/gids/*; do
+			grep -q "0000:0000:0000:0000:0000:ffff:0a02:0002" "$g" && g4=${g##*/} && break
+		done
+		timeout 180 $IP netns exec $NS2 sroce-datacheck -d sroce4 -g "${g4:-0}" -p 18516 >/tmp/srv.out 2>&1 &
+		spid=$!
+		wait_for 30 tcp_listening 18516 $NS2 ||
+			echo "    note: sroce-datacheck's server does not listen after 30 s"
+		timeout 180 $IP netns exec $NS1 sroce-datacheck -d sroce3 -g "${g3:-0}" -p 18516 -n 160 \
+			-s 32768 $A2 >/tmp/cli.out 2>&1
+		crc=$?
+		wait "$spid"
+		src=$?
+		if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+			pass "sroce-datacheck across the two sroceds (GIDs $g3, $g4)"
+		else
+			fail "sroce-datacheck across the two sroceds (server $src, client $crc)"
+			sed 's/^/    server: /' /tmp/srv.out | tail -n 15
+			sed 's/^/    client: /' /tmp/cli.out | tail -n 15
+		fi
+		echo "SUMMARY sroce-datacheck r1->r2: $(grep -E 'client (OK|FAIL)' /tmp/cli.out | head -n1)"
 	fi
 	for bw in ib_send_bw ib_write_bw; do
 		command -v $bw >/dev/null || continue
@@ -106,10 +143,14 @@ rdmacm_main() {
 	echo "== sroced killed under a running rping"
 	$IP netns exec $NS2 rping -s -a $A2 -C 1000000 -S 1024 -V >/tmp/srv.out 2>&1 &
 	S=$!
-	sleep 2
+	wait_cm_listen rping
 	$IP netns exec $NS1 rping -c -a $A2 -C 1000000 -S 1024 -V >/tmp/cli.out 2>&1 &
 	C=$!
-	sleep 4
+	# The kill comes once the two are connected (a second cm_id of rping that is not
+	# listening: the server's accepted one, or the client's), not after a guess.
+	wait_for 30 sh -c "rdma resource show cm_id 2>/dev/null | grep 'comm rping' | grep -qv LISTEN" ||
+		echo "    note: no connected rping cm_id seen in 30 s"
+	sleep 1
 	running=0
 	kill -0 "$S" 2>/dev/null && kill -0 "$C" 2>/dev/null && running=1
 	resets0=$(dmesg | grep -c "sroce3 reset after sroced's death")

@@ -25,6 +25,16 @@ run_checks() {
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then fail "$* exited $rc"; fi
 }
 port_state() { cat /sys/class/infiniband/"$1"/ports/1/state 2>/dev/null; }
+# tcp_listening PORT [NETNS]: a socket of this (or NETNS's) network namespace listens on
+# TCP PORT (/proc/net/tcp and tcp6: local address :PORT in hex, state 0A).
+tcp_listening() {
+	hex=$(printf '%04X' "$1")
+	if [ -n "${2:-}" ]; then
+		$IP netns exec "$2" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+	else
+		cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+	fi | awk -v p=":$hex" '$2 ~ (p "$") && $4 == "0A" { f = 1 } END { exit !f }'
+}
 wait_for() { # seconds, then a command
 	n=$(($1 * 10)); shift
 	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
@@ -138,7 +148,8 @@ if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
 		# shellcheck disable=SC2086
 		timeout "$to" $srv >/tmp/srv.out 2>&1 &
 		spid=$!
-		sleep 1
+		# The client starts once the server listens (every program here uses TCP 18515).
+		wait_for 30 tcp_listening 18515 || echo "    note: nothing listens on TCP 18515 after 30 s"
 		# shellcheck disable=SC2086
 		timeout "$to" $srv "$@" >/tmp/cli.out 2>&1
 		crc=$?
@@ -155,6 +166,13 @@ if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
 	echo "SUMMARY ibv_rc_pingpong -c: $(grep -E 'iters in' /tmp/cli.out | head -n1)"
 	client_server "ibv_rc_pingpong -e (completion channel)" 60 ibv_rc_pingpong -d sroce0 -g "$G" -n 200 -s 1024 -e -- 127.0.0.1
 	echo "SUMMARY ibv_rc_pingpong -e: $(grep -E 'iters in' /tmp/cli.out | head -n1)"
+	# Every byte of every operation (tests/lib/datacheck): SEND, SEND with immediate, WRITE,
+	# WRITE with immediate, READ, both atomics, random sizes and offsets.
+	if command -v sroce-datacheck >/dev/null; then
+		client_server "sroce-datacheck (every byte of 160 steps, all operations)" 180 \
+			sroce-datacheck -d sroce0 -g "$G" -p 18515 -n 160 -s 32768 -- 127.0.0.1
+		echo "SUMMARY sroce-datacheck: $(grep -E 'client (OK|FAIL)' /tmp/cli.out | head -n1)"
+	fi
 	client_server "ib_write_bw" 90 ib_write_bw -d sroce0 -x "$G" -s 65536 -n 200 -F -- 127.0.0.1
 	echo "SUMMARY ib_write_bw: $(grep -A1 -E '#bytes' /tmp/cli.out | tail -n1)"
 	client_server "ib_send_lat" 90 ib_send_lat -d sroce0 -x "$G" -s 64 -n 200 -F -- 127.0.0.1

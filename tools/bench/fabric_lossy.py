@@ -74,6 +74,17 @@ class Run:
                                f"{p.stdout}{p.stderr}")
         return p.stdout
 
+    def wait_listening(self, port: int, server: subprocess.Popen) -> None:
+        """Until the server on h2 listens on TCP `port` (not a sleep a loaded machine can
+        outlast); fails if it exits first or takes over 60 s."""
+        deadline = time.monotonic() + 60
+        while not self.tool("exec", "h2", "--", "ss", "-Hltn", f"sport = :{port}").strip():
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError(f"the server did not listen on h2:{port}: "
+                                   f"{server.communicate()[0]}")
+            time.sleep(0.1)
+
     def up(self, *extra: str) -> None:
         self.tool("up", "--hosts", "2", "--spines", str(SPINES), "--sroced", *extra)
 
@@ -107,7 +118,7 @@ class Run:
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env=self.env)
         self.procs.append(server)
-        time.sleep(2.0)
+        self.wait_listening(PORT, server)
         addr = self.tool("addr", "h2").strip()
         t0 = time.monotonic()
         client = subprocess.Popen([self.fab, "exec", "--name", self.name, "h1", "--", *bw, addr],
@@ -138,7 +149,7 @@ class Run:
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env=self.env)
         self.procs.append(server)
-        time.sleep(2.0)
+        self.wait_listening(port, server)
         addr = self.tool("addr", "h2").strip()
         c = subprocess.run([self.fab, "exec", "--name", self.name, "h1", "--", *pp, addr],
                            capture_output=True, text=True, timeout=timeout + 30, env=self.env)

@@ -93,16 +93,23 @@ TEST_CASE("path-failure: a blackholed spine's lanes are retired and no WR is los
   CHECK(s["lost_wrs"] == 0);
   CHECK(s["wr_errors"] == 0);
   CHECK(s["data_verified"] == true);
-  // Some of the 16 lanes hash onto the dead spine; all of them are retired
-  // (detect_us >= 0) and no lane on a live spine is.
+  // Some of the 16 lanes hash onto the dead spine; every one of them is retired, no lane on a
+  // live spine is, and within a bound: at this size (seed 1) 5 dead lanes, all retired
+  // 199 us after the blackhole (docs/results/lossy.md: 161-201 us at full size); 1 ms is
+  // five times that, and the simulator is deterministic.
   CHECK(s["lanes_dead_path"].get<uint64_t>() > 0);
   CHECK(s["lanes_dead_path"].get<uint64_t>() < 16);
-  CHECK(s["detect_us"].get<double>() >= 0);
+  CHECK(s["lanes_retired"] == s["lanes_dead_path"]);
   CHECK(s["lanes_retired_wrongly"] == 0);
+  CHECK(s["detect_us"].get<double>() > 0);
+  CHECK(s["detect_us"].get<double>() < 1000);
   CHECK(s["rx_gbps_before"].get<double>() > 80.0);
-  // The failure costs goodput (the dip is real) but the transfer finishes.
-  CHECK(s["goodput_gbps"].get<double>() < s["goodput_gbps_nofailure"].get<double>());
-  CHECK(s["goodput_gbps"].get<double>() > 0);
+  // The failure costs goodput (the dip is real), but not most of it (69.7 of 94.9 Gbit/s
+  // here), and once the dead lanes are retired the receiver runs as fast as before.
+  const double gp = s["goodput_gbps"].get<double>(), gp0 = s["goodput_gbps_nofailure"].get<double>();
+  CHECK(gp < gp0);
+  CHECK(gp > 0.5 * gp0);
+  CHECK(s["rx_gbps_after"].get<double>() > 0.9 * s["rx_gbps_before"].get<double>());
 }
 
 TEST_CASE("trim: a 7-to-1 incast, trimmed packets are resent precisely and the tail shortens",

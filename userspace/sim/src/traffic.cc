@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 namespace sroce::sim {
 
 Result<FlowSizeCdf> FlowSizeCdf::from_rows(std::vector<std::pair<double, double>> rows) {
@@ -43,12 +45,19 @@ Result<FlowSizeCdf> FlowSizeCdf::load(const std::string& path) {
   return r;
 }
 
+std::string FlowSizeCdf::default_dir() {
+  const char* env = std::getenv("SROCE_FLOW_CDF_DIR");
+  if (env != nullptr && *env != '\0') return env;
+  // The tables ship in userspace/sim/data/flow-size-cdf (README.md there): the source tree
+  // this binary was built from, else the install prefix.
+  struct stat st {};
+  if (::stat(SROCE_FLOW_CDF_SOURCE_DIR, &st) == 0 && S_ISDIR(st.st_mode))
+    return SROCE_FLOW_CDF_SOURCE_DIR;
+  return SROCE_FLOW_CDF_INSTALL_DIR;
+}
+
 Result<FlowSizeCdf> FlowSizeCdf::named(const std::string& name, const std::string& dir) {
-  std::string d = dir;
-  if (d.empty()) {
-    const char* env = std::getenv("SROCE_FLOW_CDF_DIR");
-    d = env != nullptr ? env : "/work/shared/data/flow-size-cdf";
-  }
+  const std::string d = dir.empty() ? default_dir() : dir;
   std::string file;
   if (name == "websearch")
     file = "WebSearch_distribution.txt";

@@ -5,7 +5,7 @@
 //  - incast N-to-1, permutation, all-to-all (uniform, or skewed toward a few
 //    hot destinations as MoE dispatch is), all starting at once;
 //  - open-loop Poisson arrivals per host with sizes from a flow-size CDF
-//    (/work/shared/data/flow-size-cdf, HPCC's traffic_gen tables: WebSearch,
+//    (userspace/sim/data/flow-size-cdf, HPCC's traffic_gen tables: WebSearch,
 //    FbHdp, AliStorage, GoogleRPC) at a load that is a fraction of the host
 //    link rate.
 #pragma once
@@ -39,8 +39,11 @@ class FlowSizeCdf {
   static Result<FlowSizeCdf> load(const std::string& path);
   static Result<FlowSizeCdf> from_rows(std::vector<std::pair<double, double>> rows);
   // The named distributions: websearch, fbhdp, alistorage, googlerpc, looked up
-  // in `dir` (default: $SROCE_FLOW_CDF_DIR or /work/shared/data/flow-size-cdf).
+  // in `dir` (default: default_dir()).
   static Result<FlowSizeCdf> named(const std::string& name, const std::string& dir = "");
+  // $SROCE_FLOW_CDF_DIR, else the source tree's userspace/sim/data/flow-size-cdf when it
+  // exists, else <prefix>/share/sroce/flow-size-cdf.
+  static std::string default_dir();
 
   uint64_t sample(Rng& rng) const;  // at least 1 byte
   // Mean of the piecewise-linear distribution (what the load formula needs).
