@@ -15,7 +15,9 @@ rm -f "$disk"
 truncate -s 32M "$disk"
 rc=0
 SROCE_VM_SCRIPT=vm_interop.sh SROCE_VM_DISK="$disk" "$here/run.sh" "$out" \
-	"$here/corrupt_frame.py=/test/bin/corrupt_frame.py" "$@" || rc=$?
+	"$here/corrupt_frame.py=/test/bin/corrupt_frame.py" \
+	/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so /etc/libibverbs.d/rxe.driver \
+	"$@" || rc=$?
 
 n=$(sed -n 's/^SROCE_VM_PCAP bytes=\([0-9]*\).*/\1/p' "$out/console.log.txt" | tail -n1)
 if [ -z "$n" ]; then

@@ -82,11 +82,9 @@ SG6=$(gid_index sroce0 fd77:0000:0000:0000:0000:0000:0000:0002)
 echo "INFO GIDs: rxe0 v4 ${RG4:-none} v6 ${RG6:-none}; sroce0 v4 ${SG4:-none} v6 ${SG6:-none}"
 [ -n "$RG4" ] && [ -n "$SG4" ] && pass "RoCE v2 IPv4 GIDs on both ends" || fail "IPv4 GIDs missing"
 [ -n "$RG6" ] && [ -n "$SG6" ] && pass "RoCE v2 IPv6 GIDs on both ends" || fail "IPv6 GIDs missing"
-ls -l /sys/class/infiniband/*/ports/1/gids/ >/dev/null 2>&1
 for d in rxe0 sroce0; do
-	for g in /sys/class/infiniband/$d/ports/1/gids/*; do
-		v=$(cat "$g"); [ "$v" = "0000:0000:0000:0000:0000:0000:0000:0000" ] && continue
-		echo "    $d gid ${g##*/} $v $(cat /sys/class/infiniband/$d/ports/1/gid_attrs/types/${g##*/} 2>/dev/null)"
+	for i in 0 1 2 3; do
+		echo "    $d gid $i $(cat /sys/class/infiniband/$d/ports/1/gids/$i) $(cat /sys/class/infiniband/$d/ports/1/gid_attrs/types/$i 2>/dev/null)"
 	done
 done
 
@@ -94,7 +92,7 @@ done
 DUMPCAP=""
 command -v dumpcap >/dev/null && DUMPCAP=dumpcap
 if [ -n "$DUMPCAP" ]; then
-	$DUMPCAP -q -i ifr -P -c 600 -s 2048 -w /tmp/iop.pcap >/tmp/dumpcap.out 2>&1 &
+	$DUMPCAP -q -i ifr -P -s 4096 -w /tmp/iop.pcap >/tmp/dumpcap.out 2>&1 &
 	CAP=$!
 	sleep 2
 fi
@@ -129,11 +127,11 @@ pair() {
 # Both directions of one program: the server on sroce (rxe's client sends first), then on
 # rxe. DEVARG is the device option, GIDARG the GID option of the program.
 both() {
-	name=$1; to=$2; gidopt=$3; rg=$4; sg=$5; shift 5
-	pair "$name rxe->sroce" "$to" sroce "$* -d sroce0 $gidopt $sg" "$* -d rxe0 $gidopt $rg"
-	perf_line "$name rxe->sroce"
-	pair "$name sroce->rxe" "$to" rxe "$* -d rxe0 $gidopt $rg" "$* -d sroce0 $gidopt $sg"
-	perf_line "$name sroce->rxe"
+	bname=$1; bto=$2; gidopt=$3; rg=$4; sg=$5; shift 5
+	pair "$bname rxe->sroce" "$bto" sroce "$* -d sroce0 $gidopt $sg" "$* -d rxe0 $gidopt $rg"
+	perf_line "$bname rxe->sroce"
+	pair "$bname sroce->rxe" "$bto" rxe "$* -d rxe0 $gidopt $rg" "$* -d sroce0 $gidopt $sg"
+	perf_line "$bname sroce->rxe"
 }
 perf_line() {
 	l=$(grep -A1 -E '^ *#bytes' /tmp/cli.out | tail -n1 | tr -s ' ')
