@@ -134,6 +134,12 @@ static bool gid_is_v4_mapped(const uint8_t gid[16])
 
 uint32_t sroce_icrc_payload(const struct sroce_icrc_addr *a, const uint8_t *payload, size_t len)
 {
+	return sroce_icrc_payload_id(a, 0, payload, len);
+}
+
+uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, const uint8_t *payload,
+			       size_t len)
+{
 	uint8_t ph[40 + 8 + SROCE_BTH_LEN];
 	const uint16_t udp_len = (uint16_t)(8 + len + SROCE_ICRC_LEN);
 	size_t ip_len;
@@ -144,7 +150,7 @@ uint32_t sroce_icrc_payload(const struct sroce_icrc_addr *a, const uint8_t *payl
 		ph[0] = 0x45;
 		ph[1] = 0xff;
 		sroce_put_be16(ph + 2, (uint16_t)(20 + udp_len));
-		sroce_put_be16(ph + 4, 0);      /* identification 0 (docs/wire.md) */
+		sroce_put_be16(ph + 4, ip_id);  /* sroce sends 0 (docs/wire.md) */
 		sroce_put_be16(ph + 6, 0x4000); /* DF, fragment offset 0 */
 		ph[8] = 0xff;
 		ph[9] = 17;

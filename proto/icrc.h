@@ -60,6 +60,48 @@ struct sroce_icrc_addr {
 	uint16_t dst_port;
 };
 uint32_t sroce_icrc_payload(const struct sroce_icrc_addr *a, const uint8_t *payload, size_t len);
+/* The same for an IPv4 header with identification `ip_id` (what a peer that
+ * chooses its own ids sent; IPv6: ignored). */
+uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, const uint8_t *payload,
+			       size_t len);
+
+/*
+ * Peers that choose their own IPv4 identification (Linux rxe, RNICs), seen by
+ * a receiver that has only the UDP payload (icrc_id.c, docs/wire.md): the
+ * ICRC with the true id is ICRC(id 0) ^ L_len(id), L_len linear and one to
+ * one from 16 to 32 bits, so the syndrome ICRC_received ^ ICRC(id 0) is
+ * either in L_len's image (the id is recovered exactly) or the packet is
+ * corrupt. A solver is built per payload length (~30 us) and cached.
+ */
+struct sroce_icrc_id_solver {
+	uint32_t basis[32]; /* echelon basis of the image, by highest set bit; 0 = none */
+	uint16_t combo[32]; /* the id whose syndrome basis[j] is */
+	uint32_t len;       /* payload length (BTH .. pad) it was built for */
+	uint32_t valid;
+};
+void sroce_icrc_id_solver_init(struct sroce_icrc_id_solver *s, size_t len);
+/* 0 and *ip_id if `syndrome` is the syndrome of an id, else -1. */
+int sroce_icrc_id_solve(const struct sroce_icrc_id_solver *s, uint32_t syndrome, uint16_t *ip_id);
+
+#define SROCE_ICRC_ID_CACHE 16 /* solvers, direct-mapped by length / 4 */
+struct sroce_icrc_id_cache {
+	struct sroce_icrc_id_solver slot[SROCE_ICRC_ID_CACHE];
+	uint64_t builds; /* solvers built (cache misses) */
+};
+
+enum sroce_icrc_verdict {
+	SROCE_ICRC_BAD = -1,
+	SROCE_ICRC_OK = 0,             /* matched with the id given, or id 0 */
+	SROCE_ICRC_OK_ID_RECOVERED = 1 /* matched with the id in *recovered */
+};
+/*
+ * Verifies the ICRC `icrc` of `payload` (`len` bytes, BTH .. pad). `ip_id`:
+ * the IPv4 identification when the datapath saw the header (checked
+ * exactly), or -1 when it did not (id 0 first, then recovery through
+ * `cache`; NULL: no recovery). IPv6 addresses: the id plays no part.
+ */
+int sroce_icrc_check(const struct sroce_icrc_addr *a, int32_t ip_id, const uint8_t *payload,
+		     size_t len, uint32_t icrc, struct sroce_icrc_id_cache *cache, uint16_t *recovered);
 
 /* Helpers to build the headers sroce sends (so the ICRC above matches).
  * Each returns the header length written (20 / 40 / 8). */

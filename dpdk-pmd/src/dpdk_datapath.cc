@@ -74,6 +74,7 @@ bool DpdkDatapath::accept(Queue& q, rte_mbuf* m, RxPacket& out) {
   out.meta.src_port = f.sport;
   out.meta.dst_port = f.dport;
   out.meta.traffic_class = f.tos;  // ECN CE = 3 in the low bits (RFC 3168)
+  out.meta.ipv4_id = f.ip_id;      // the ICRC is checked with the peer's own id (docs/wire.md)
   held_[held_n_++] = m;
   ++q.st.rx_packets;
   q.st.rx_bytes += f.payload_len;

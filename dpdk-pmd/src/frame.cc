@@ -82,6 +82,7 @@ RxVerdict parse_frame(std::span<const uint8_t> f, uint16_t udp_port, bool ip_csu
   out.sport = be16(udp);
   out.dport = be16(udp + 2);
   out.tos = ip[1];
+  out.ip_id = be16(ip + 4);
   out.payload_off = kFrameHeaders;
   out.payload_len = udp_len - kUdpHeader;
   return RxVerdict::kOk;

@@ -46,6 +46,7 @@ struct RxFrame {
   uint32_t src = 0, dst = 0;  // host order
   uint16_t sport = 0, dport = 0;
   uint8_t tos = 0;           // DSCP << 2 | ECN (the engine reads CE from it)
+  uint16_t ip_id = 0;        // identification: the ICRC covers it (rxe and RNICs send their own)
   uint32_t payload_off = 0;  // UDP payload: BTH .. ICRC
   uint32_t payload_len = 0;
 };

@@ -19,7 +19,8 @@ mkdir -p "$st/bin" "$st/sbin" "$st/etc" "$st/proc" "$st/sys" "$st/dev" "$st/tmp"
 	"$st/test" "$st/lib/modules/$kver/extra"
 cp /bin/busybox "$st/bin/busybox"
 cp "$here/init.sh" "$st/init"
-cp "$here/vm_test.sh" "$st/test/vm_test.sh"
+# SROCE_VM_SCRIPT: another test script in its place (vm_interop.sh).
+cp "$here/${SROCE_VM_SCRIPT:-vm_test.sh}" "$st/test/vm_test.sh"
 cp "$here/vm_rdmacm.sh" "$st/test/vm_rdmacm.sh"
 cp "$here/vm_pyverbs.sh" "$st/test/vm_pyverbs.sh"
 chmod +x "$st/init"
@@ -30,7 +31,7 @@ echo "hosts: files" >"$st/etc/nsswitch.conf"
 printf '127.0.0.1 localhost\n' >"$st/etc/hosts"
 
 # The kernel's modules: what the tests load, with what they depend on.
-mods="virtio_pci virtio_net veth ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm"
+mods="virtio_pci virtio_net virtio_blk veth crc32_generic rdma_rxe ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm"
 for m in $mods; do
 	modprobe -d "$kroot" -S "$kver" --show-depends "$m"
 done | awk '$1 == "insmod" { print $2 }' | sort -u | while read -r f; do

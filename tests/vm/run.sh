@@ -2,6 +2,8 @@
 # The VM test of rdma_sroce.ko (ctest: vm_kmod, label vm):
 #   tests/vm/run.sh OUTDIR [FILE[=DEST]]...
 # (the test programs go to /test/bin: kverbs, kmock, kmad)
+# SROCE_VM_SCRIPT=vm_interop.sh boots the interop test instead (run_interop.sh);
+# SROCE_VM_DISK=FILE attaches FILE as /dev/vda (raw), where the VM may leave a capture.
 # Builds the module (kmod/build.sh), fetches Debian's kernel (kernel.sh,
 # cached in build/vm/cache of the source tree, or $SROCE_VM_CACHE), builds
 # the initramfs, boots it under qemu (TCG, 2 CPUs, 1 GiB) and judges the
@@ -33,7 +35,9 @@ kroot=$("$src/tests/vm/kernel.sh" "$cache" "$kver")
 extra=""
 for f in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
 	/usr/bin/ibv_rc_pingpong /usr/bin/ib_write_bw /usr/bin/ib_send_lat \
-	/usr/bin/ib_send_bw /usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy; do
+	/usr/bin/ib_send_bw /usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy \
+	/usr/bin/ibv_uc_pingpong /usr/bin/ibv_ud_pingpong /usr/bin/ib_read_bw /usr/bin/ib_atomic_bw \
+	/usr/bin/ib_write_lat /usr/bin/dumpcap; do
 	[ -x "$f" ] && extra="$extra $f"
 done
 # rdma-core's pyverbs suite (python3-pyverbs): python with a stdlib pruned of what the
@@ -73,6 +77,7 @@ timeout "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1G -nograp
 	-kernel "$kroot/boot/vmlinuz-$kver" -initrd "$out/initramfs.cpio.gz" \
 	-append "console=ttyS0 quiet panic=-1 oops=panic $(env | grep -E '^SROCE_VM_PYVERBS_[A-Z_]*=[0-9]+$' | tr '\n' ' ')" \
 	-netdev user,id=n0 -device virtio-net-pci,netdev=n0 \
+	${SROCE_VM_DISK:+-drive file=$SROCE_VM_DISK,format=raw,if=virtio} \
 	</dev/null >"$log" 2>&1
 qrc=$?
 set -e

@@ -492,6 +492,7 @@ std::string Daemon::stats_json(uint32_t) const {
        {{"rx_packets", e.rx_packets},
         {"rx_dropped", e.rx_dropped},
         {"rx_bad_icrc", e.rx_bad_icrc},
+        {"rx_icrc_id_recovered", e.rx_icrc_id_recovered},
         {"rx_unknown_qp", e.rx_unknown_qp},
         {"tx_packets", e.tx_packets},
         {"retransmits", e.retransmits},

@@ -93,8 +93,19 @@ GsiDrop gsi_decode(std::span<const std::byte> payload, const PacketMeta& meta, b
     return GsiDrop::kMalformed;
   // IBA 13.5.1: QP1 is a UD QP; MADs are single-packet SENDs without immediate.
   if (pkt.bth.opcode != kUdSendOnly) return GsiDrop::kNotUdSend;
-  if (check_icrc && icrc_of(meta, u8(payload.data()), payload.size() - SROCE_ICRC_LEN) != pkt.icrc)
-    return GsiDrop::kBadIcrc;
+  if (check_icrc) {
+    // docs/wire.md: rxe's and RNICs' MADs carry their own IPv4 id; a solver
+    // built for this one length (MADs are rare, no cache worth keeping).
+    sroce_icrc_addr a;
+    memcpy(a.src_gid, meta.src.raw, 16);
+    memcpy(a.dst_gid, meta.dst.raw, 16);
+    a.src_port = meta.src_port;
+    a.dst_port = meta.dst_port;
+    sroce_icrc_id_cache ids{};
+    if (sroce_icrc_check(&a, meta.ipv4_id, u8(payload.data()), payload.size() - SROCE_ICRC_LEN, pkt.icrc, &ids,
+                         nullptr) == SROCE_ICRC_BAD)
+      return GsiDrop::kBadIcrc;
+  }
   if (pkt.payload_len > SROCE_KGSI_MAX_MAD) return GsiDrop::kTooLong;
   h = sroce_kgsi{};
   memcpy(h.sgid, meta.src.raw, 16);

@@ -89,6 +89,10 @@ Result<void> UdpDatapath::open_rx6() {
   int pmtu = IPV6_PMTUDISC_DO;
   if (setsockopt(rx6_fd_, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu) != 0)
     return sys_error("setsockopt(IPV6_MTU_DISCOVER)");
+  // Linux rxe sends RoCEv2 over IPv6 with a zero UDP checksum (docs/interop.md), which
+  // the kernel drops unless the socket says so (RFC 6936); the ICRC covers the payload.
+  if (setsockopt(rx6_fd_, IPPROTO_UDP, UDP_NO_CHECK6_RX, &one, sizeof one) != 0)
+    return sys_error("setsockopt(UDP_NO_CHECK6_RX)");
   set_buf(rx6_fd_, SO_RCVBUFFORCE, SO_RCVBUF, cfg_.rcvbuf);
   set_buf(rx6_fd_, SO_SNDBUFFORCE, SO_SNDBUF, cfg_.sndbuf);
   sockaddr_in6 any{};

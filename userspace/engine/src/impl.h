@@ -21,6 +21,7 @@
 
 #include "keys.h"
 #include "objects.h"
+#include "proto/icrc.h"
 #include "proto/packet.h"
 #include "qp.h"
 #include "ring.h"
@@ -237,6 +238,8 @@ class Engine::Impl {
   std::vector<Gid> gids_;
   MemoryAccess& mem_;
   EngineStats stats_;
+  // ICRC id solvers by payload length (proto/icrc.h): peers with their own IPv4 ids.
+  sroce_icrc_id_cache icrc_ids_{};
 
   eng::Perm24 perm_qpn_, perm_lkey_, perm_rkey_;
   uint64_t key_seed_ = 0;

@@ -108,10 +108,14 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
     std::memcpy(a.dst_gid, meta.dst.raw, 16);
     a.src_port = meta.src_port;
     a.dst_port = meta.dst_port;
-    if (sroce_icrc_payload(&a, buf, len - SROCE_ICRC_LEN) != pkt.icrc) {
+    // docs/wire.md: a peer's own IPv4 id (rxe, RNICs) is checked exactly when
+    // the datapath saw it, recovered from the ICRC when it did not.
+    const int v = sroce_icrc_check(&a, meta.ipv4_id, buf, len - SROCE_ICRC_LEN, pkt.icrc, &icrc_ids_, nullptr);
+    if (v == SROCE_ICRC_BAD) {
       ++stats_.rx_bad_icrc;
       return drop(kRxDropBadIcrc, nullptr);
     }
+    if (v == SROCE_ICRC_OK_ID_RECOVERED) ++stats_.rx_icrc_id_recovered;
   }
   // Annex A17.9.3: a CNP goes to congestion control (congestion.h).
   if ((pkt.bth.opcode & SROCE_TRANSPORT_MASK) == SROCE_TRANSPORT_CNP) {

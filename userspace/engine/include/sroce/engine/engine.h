@@ -47,6 +47,10 @@ struct PacketMeta {
   uint8_t traffic_class = 0;  // DSCP << 2 | ECN (ECN CE = 3 on receive)
   uint8_t hop_limit = 64;
   uint32_t flow_label = 0;  // IPv6 only
+  // Receive only: the IPv4 identification when the datapath saw the IP header
+  // (DPDK), -1 when it did not (UDP sockets). The ICRC covers it; an unknown
+  // id is recovered from the ICRC (proto/icrc.h, docs/wire.md).
+  int32_t ipv4_id = -1;
   // Receive only: a switch cut the payload (DCP / Ultra Ethernet trimming).
   // The ICRC of such a packet is not checked (its bytes are gone); only the
   // BTH is read, and in lossy mode it becomes an immediate, precise
@@ -193,6 +197,7 @@ struct EngineStats {
   uint64_t rx_packets = 0;
   uint64_t rx_dropped = 0;  // malformed, bad ICRC, unknown QP, ... (see rx_drop_reason)
   uint64_t rx_bad_icrc = 0;
+  uint64_t rx_icrc_id_recovered = 0;  // IPv4 ICRC matched with an id recovered from it (rxe, RNICs)
   uint64_t rx_unknown_qp = 0;
   uint64_t tx_packets = 0;
   uint64_t retransmits = 0;

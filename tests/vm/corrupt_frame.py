@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Inject one corrupted RoCEv2 frame (the VM interop test, vm_interop.sh).
+
+    corrupt_frame.py IFACE DST_IPV4 [TIMEOUT_S]
+
+Waits for the first RoCEv2 frame (IPv4, UDP port 4791) that leaves IFACE for DST_IPV4,
+flips one byte the ICRC covers (in the transport headers or payload, never in IP or
+UDP), zeroes the UDP checksum (legal over IPv4, and masked in the ICRC: the receiving
+UDP stack must hand the frame to RoCE so that its ICRC check is what drops it) and sends
+the copy out of IFACE once. The original goes on unchanged, so the receiver's QP sees a
+duplicate that only the ICRC can tell from the real one. Exit 0 once sent, 1 on timeout.
+Standard library only (the VM has no scapy)."""
+import socket
+import struct
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+
+
+def main() -> int:
+    iface, dst = sys.argv[1], socket.inet_aton(sys.argv[2])
+    deadline = time.monotonic() + (float(sys.argv[3]) if len(sys.argv) > 3 else 45.0)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((iface, 0))
+    s.settimeout(1.0)
+    while time.monotonic() < deadline:
+        try:
+            frame, addr = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        if addr[2] != PACKET_OUTGOING or len(frame) < 14 + 20 + 8 + 12 + 4:
+            continue
+        if frame[12:14] != b"\x08\x00" or frame[14] != 0x45 or frame[14 + 9] != 17:
+            continue
+        if frame[14 + 16:14 + 20] != dst:
+            continue
+        udp = 14 + 20
+        if struct.unpack("!H", frame[udp + 2:udp + 4])[0] != 4791:
+            continue
+        ip_len = struct.unpack("!H", frame[16:18])[0]
+        end = 14 + ip_len  # without Ethernet padding
+        bad = bytearray(frame[:end])
+        bad[udp + 6:udp + 8] = b"\x00\x00"
+        at = end - 4 - 1  # the last byte before the ICRC: payload, pad or a header
+        bad[at] ^= 0x5A
+        s.send(bytes(bad))
+        print(f"corrupt_frame: {iface} -> {sys.argv[2]}: opcode 0x{frame[udp + 8]:02x} "
+              f"ip id 0x{struct.unpack('!H', frame[18:20])[0]:04x}, byte {at - udp - 8} of "
+              f"{end - udp - 8} flipped, sent")
+        return 0
+    print(f"corrupt_frame: no RoCEv2 frame to {sys.argv[2]} on {iface}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
