@@ -187,7 +187,7 @@ int Agent::load_pinglist() {
   kinds_["tor"].rate = r.value("tor", 10.0) * static_cast<double>(tor_peers) * o_.rate_scale;
   kinds_["inter"].rate = r.value("inter", 40.0) * o_.rate_scale;
   kinds_["service"].rate = r.value("service", 10.0) * o_.rate_scale;
-  trace_rate_ = o_.trace ? r.value("trace", 20.0) * o_.rate_scale : 0.0;
+  trace_rate_ = o_.trace ? r.value("trace", 30.0) * o_.rate_scale : 0.0;
   return 0;
 }
 

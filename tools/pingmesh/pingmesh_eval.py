@@ -8,7 +8,7 @@ A fabric of 4 hosts under 2 leaves over 4 spines, sroced on every host, and a
   spine_loss  5 % loss both ways on l2-s3               expected: l2-s3/link
   dead_link   l1-s2 down                               expected: l1-s2/link
   slow_nic    h2's link shaped to 48 kbit/s (tbf)      expected: h2/host
-  busy_host   h4's agent SIGSTOPped 300 ms of every 600 expected: h4/host_delay
+  busy_host   h4's agent SIGSTOPped 400 ms of every 500 expected: h4/host_delay
 
 Each fault lasts FAULT_S seconds, then is removed and the fabric rests
 REST_S seconds (longer than the analyzer's window) before the next. One
@@ -83,7 +83,7 @@ class Run:
         os.makedirs(os.path.join(self.work, "pl"), exist_ok=True)
         subprocess.run([os.path.join(self.bin, "sroce"), "pingmesh", "pinglist", "--topology",
                         os.path.join(self.work, "topology.json"), "--out-dir",
-                        os.path.join(self.work, "pl")], check=True)
+                        os.path.join(self.work, "pl"), "--timeout-ms", "2000"], check=True)
 
     def start_agents(self, hosts: list[str], duration: float) -> None:
         reg = os.path.join(self.work, "registry")
@@ -144,7 +144,7 @@ class Run:
         self.tool("down", check=False)
 
 
-def busy_bursts(pid: int, seconds: float, stop_s: float = 0.3, run_s: float = 0.3) -> None:
+def busy_bursts(pid: int, seconds: float, stop_s: float = 0.4, run_s: float = 0.1) -> None:
     end = time.time() + seconds
     try:
         while time.time() < end:

@@ -49,7 +49,7 @@ struct PinglistOptions {
   double tor_rate = 10;          // probes/s to each ToR-mesh peer (R-Pingmesh: ~10/s)
   double inter_rate = 0;         // probes/s over all inter-ToR targets; 0: 10 per ECMP uplink
   double service_rate = 10;      // probes/s over all service targets
-  double trace_rate = 20;        // TTL-limited traces/s (one target, every TTL up to max_ttl)
+  double trace_rate = 30;        // TTL-limited traces/s (one target, every TTL up to max_ttl)
   unsigned timeout_ms = 1000;
   nlohmann::json services = nlohmann::json::array();  // `sroce telemetry services --json`
 };

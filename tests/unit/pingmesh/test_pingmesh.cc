@@ -4,6 +4,7 @@
 // answer, a clean run).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <random>
 #include <set>
