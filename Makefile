@@ -154,6 +154,13 @@ bench-lossy-fabric: build
 bench-ebpf: build
 	$(BUILD)/bin/sroce-tm-bench
 
+# pingmesh on the namespace fabric (docs/pingmesh.md): 4 hosts, 2 leaves, 4 spines, an agent
+# per host; a clean run, a lossy spine link, a dead link, a slow NIC, a busy host; one JSON line
+# (root, about 4 minutes).
+.PHONY: pingmesh-eval
+pingmesh-eval: build
+	/usr/bin/python3 tools/pingmesh/pingmesh_eval.py --bin $(BUILD)/bin $(PINGMESH_EVAL_ARGS)
+
 # Only the tests that run unchanged RDMA programs across sroced (root).
 test-e2e: build-asan
 	cd $(ASAN_BUILD) && ctest -R 'provider_|e2e_' --output-on-failure

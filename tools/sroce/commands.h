@@ -10,5 +10,6 @@ namespace sroce::cli {
 
 void add_telemetry_commands(CLI::App& app, int& rc);
 void add_top_command(CLI::App& app, int& rc);
+void add_pingmesh_commands(CLI::App& app, int& rc);  // pingmesh_cmd.cc
 
 }  // namespace sroce::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   sroce::cli::add_telemetry_commands(app, rc);
   sroce::cli::add_top_command(app, rc);
   sroce::cli::add_daemon_commands(app, rc);
+  sroce::cli::add_pingmesh_commands(app, rc);
   CLI11_PARSE(app, argc, argv);
   return rc;
 }

@@ -516,6 +516,49 @@ TEST_CASE("UD to two QPs: GRH in the first 40 bytes / Q_Key mismatch dropped", "
   CHECK(wb[0].wr_id == 3);
 }
 
+TEST_CASE("UD: the address vector's flow label picks the UDP source port", "[ops][ud]") {
+  UdSetup u;
+  // Label -> port as RoCEv2 NICs derive it (low 14 bits XOR high 6, | 0xC000); 0 keeps the QP's.
+  const struct {
+    uint32_t label;
+    uint16_t port;
+  } cases[] = {{0x1, 0xc001}, {0x3fff, 0xffff}, {0x4000, 0xc001}, {0x12345, 0xc000 | (0x2345 ^ 0x4)},
+               {0xfffff, 0xc000 | (0x3fff ^ 0x3f)}};
+  uint64_t id = 100;
+  for (const auto& c : cases) {
+    AhAttr ah;
+    ah.dgid = u.b.gid;
+    ah.flow_label = c.label;
+    const Handle h = *u.a->create_ah(u.a.pd, ah);
+    REQUIRE(post_recv(u.b, u.qb1, {sge(u.b, 0, 1024)}, id) == 0);
+    SendWr wr;
+    wr.wr_id = id++;
+    wr.opcode = WrOpcode::kSend;
+    wr.send_flags = kSendSignaled;
+    Sge s = sge(u.a, 0, 16);
+    wr.sgl = {&s, 1};
+    wr.ud.ah = h;
+    wr.ud.remote_qpn = u.qb1;
+    wr.ud.remote_qkey = 0x1000;
+    const size_t before = u.w.log.size();
+    REQUIRE(u.a->post_send(u.qa, wr, Time::zero()) == 0);
+    wait_wc(u.w, u.a, 1);
+    REQUIRE(u.w.log.size() == before + 1);
+    CHECK(u.w.log[before].meta.src_port == c.port);
+    auto wb = u.b.poll();
+    REQUIRE(wb.size() == 1);
+    CHECK(wb[0].status == WcStatus::kSuccess);
+  }
+  // Label 0: every datagram keeps the QP's one port.
+  const size_t before = u.w.log.size();
+  REQUIRE(u.send(u.qb1, 0x1000, 8, 200) == 0);
+  REQUIRE(u.send(u.qb1, 0x1000, 8, 201) == 0);
+  wait_wc(u.w, u.a, 2);
+  REQUIRE(u.w.log.size() == before + 2);
+  CHECK(u.w.log[before].meta.src_port == u.w.log[before + 1].meta.src_port);
+  CHECK(u.w.log[before].meta.src_port >= 0xc000);
+}
+
 TEST_CASE("UD: no receive WQE drops / too small a buffer is LOC_LEN_ERR / size limit",
           "[ops][ud]") {
   UdSetup u;

@@ -44,6 +44,16 @@ uint8_t transport_bits(QpType t) {
   }
 }
 
+// The UDP source port of a UD send. RoCEv2 NICs derive it from the address vector's flow
+// label when that is set (Linux's rdma_flow_label_to_udp_sport: the low 14 bits XOR the high
+// 6, in 0xC000..0xFFFF, the range of A17.5.1.1), so a UD program chooses the ECMP path of each
+// datagram by its AH, as pingmesh does (docs/pingmesh.md); label 0 keeps the QP's own port.
+uint16_t ud_src_port(uint16_t qp_port, uint32_t flow_label) {
+  if ((flow_label & 0xfffff) == 0) return qp_port;
+  const uint32_t low = (flow_label & 0x3fff) ^ ((flow_label & 0xfc000) >> 14);
+  return static_cast<uint16_t>(0xc000 | low);
+}
+
 }  // namespace
 
 // PSN the requester must go back to for the oldest incomplete WQE.
@@ -280,7 +290,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   if (qp.is_ud()) {
     meta.src = gids_[w.ud.sgid_index < gids_.size() ? w.ud.sgid_index : 0];
     meta.dst = w.ud.dgid;
-    meta.src_port = qp.src_port;
+    meta.src_port = ud_src_port(qp.src_port, w.ud.flow_label);
     meta.dst_port = SROCE_UDP_PORT;
     meta.traffic_class = w.ud.traffic_class;
     meta.hop_limit = w.ud.hop_limit;

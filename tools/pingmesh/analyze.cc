@@ -1,0 +1,439 @@
+#include "analyze.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace sroce::pingmesh {
+
+namespace {
+
+double p50(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  return v[m];
+}
+
+double log_binom_pmf(unsigned n, unsigned k, double p) {
+  if (p <= 0) return k == 0 ? 0 : -INFINITY;
+  if (p >= 1) return k == n ? 0 : -INFINITY;
+  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) + k * std::log(p) +
+         (n - k) * std::log1p(-p);
+}
+
+std::string key3(const std::string& a, const std::string& b, uint16_t s) {
+  return a + ">" + b + ">" + std::to_string(s);
+}
+
+}  // namespace
+
+// Summed from k outwards, away from the mode, until the terms stop mattering; the other side
+// of the mode through the complement.
+double binom_upper(unsigned n, unsigned k, double p) {
+  if (k == 0) return 1;
+  if (k > n) return 0;
+  if (k < n * p) return 1.0 - binom_lower(n, k - 1, p);
+  double s = 0;
+  for (unsigned i = k; i <= n; ++i) {
+    const double term = std::exp(log_binom_pmf(n, i, p));
+    s += term;
+    if (term < s * 1e-12) break;
+  }
+  return std::min(1.0, s);
+}
+
+double binom_lower(unsigned n, unsigned k, double p) {
+  if (k >= n) return 1;
+  if (k > n * p) return 1.0 - binom_upper(n, k + 1, p);
+  double s = 0;
+  for (unsigned i = k + 1; i-- > 0;) {
+    const double term = std::exp(log_binom_pmf(n, i, p));
+    s += term;
+    if (term < s * 1e-12) break;
+  }
+  return std::min(1.0, s);
+}
+
+void add_record(Records& r, const std::string& line) {
+  if (line.empty()) return;
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j.contains("t")) {
+    ++r.bad_lines;
+    return;
+  }
+  try {
+    const std::string type = j["type"].get<std::string>();
+    const double t = j["t"].get<double>() / 1e9;
+    if (type == "probe") {
+      ProbeRec p;
+      p.t = t;
+      p.src = j["src"].get<std::string>();
+      p.dst = j["dst"].get<std::string>();
+      p.kind = j.value("kind", "");
+      p.sport = j["sport"].get<uint16_t>();
+      p.ok = j["status"].get<std::string>() == "ok";
+      p.rtt_ns = j.value("rtt_ns", int64_t{0});
+      p.resp_ns = j.value("resp_ns", int64_t{0});
+      p.prober_ns = j.value("prober_ns", int64_t{0});
+      r.probes.push_back(std::move(p));
+    } else if (type == "hop") {
+      HopRec h;
+      h.t = t;
+      h.src = j["src"].get<std::string>();
+      h.dst = j["dst"].get<std::string>();
+      h.sport = j["sport"].get<uint16_t>();
+      h.ttl = j["ttl"].get<unsigned>();
+      h.hop = j["hop"].is_string() ? j["hop"].get<std::string>() : "";
+      h.ok = j.value("ok", false);
+      r.hops.push_back(std::move(h));
+    } else if (type == "path") {
+      PathRec p;
+      p.t = t;
+      p.src = j["src"].get<std::string>();
+      p.dst = j["dst"].get<std::string>();
+      p.sport = j["sport"].get<uint16_t>();
+      for (const auto& h : j["hops"]) p.hops.push_back(h.is_string() ? h.get<std::string>() : "");
+      r.paths.push_back(std::move(p));
+    }
+  } catch (const nlohmann::json::exception&) {
+    ++r.bad_lines;
+  }
+}
+
+void finish_records(Records& r) {
+  auto by_t = [](const auto& a, const auto& b) { return a.t < b.t; };
+  std::stable_sort(r.probes.begin(), r.probes.end(), by_t);
+  std::stable_sort(r.hops.begin(), r.hops.end(), by_t);
+  std::stable_sort(r.paths.begin(), r.paths.end(), by_t);
+  r.t_min = 1e300;
+  r.t_max = 0;
+  for (const auto& p : r.probes) {
+    r.t_min = std::min(r.t_min, p.t);
+    r.t_max = std::max(r.t_max, p.t);
+  }
+  if (r.probes.empty()) r.t_min = 0;
+}
+
+Analyzer::Analyzer(const Topology& topo, const Records& rec, const AnalyzeOptions& o)
+    : topo_(topo), rec_(rec), o_(o) {
+  b0_ = o.baseline_from;
+  b1_ = o.baseline_to;
+  if (b0_ == 0 && b1_ == 0) {
+    b0_ = rec.t_min;
+    b1_ = rec.t_min + 10;
+  }
+  for (const auto& p : rec.paths) paths_[key3(p.src, p.dst, p.sport)].push_back(&p);
+  std::map<std::string, std::vector<double>> rtt, resp, prober;
+  size_t n = 0, f = 0;
+  for (const auto& p : rec.probes) {
+    if (p.t < b0_ || p.t > b1_) continue;
+    ++n;
+    if (!p.ok) {
+      ++f;
+      continue;
+    }
+    rtt[p.src + ">" + p.dst].push_back(static_cast<double>(p.rtt_ns));
+    resp[topo.node(p.dst)].push_back(static_cast<double>(p.resp_ns));
+    prober[topo.node(p.src)].push_back(static_cast<double>(p.prober_ns));
+  }
+  base_loss_ = n ? static_cast<double>(f) / static_cast<double>(n) : 0;
+  for (auto& [k, v] : rtt) base_rtt_[k] = p50(v);
+  for (auto& [k, v] : resp) base_resp_[k] = p50(v);
+  for (auto& [k, v] : prober) base_prober_[k] = p50(v);
+}
+
+int Analyzer::comp_id(const std::string& name) const {
+  auto it = comp_ids_.find(name);
+  if (it != comp_ids_.end()) return it->second;
+  const int id = static_cast<int>(comp_names_.size());
+  comp_names_.push_back(name);
+  comp_ids_[name] = id;
+  return id;
+}
+
+std::vector<std::string> Analyzer::path_nodes(const std::string& src, const std::string& dst,
+                                              uint16_t sport, double t) const {
+  std::vector<std::string> nodes{topo_.node(src)};
+  auto it = paths_.find(key3(src, dst, sport));
+  if (it != paths_.end() && !it->second.empty()) {
+    const PathRec* best = it->second.front();
+    for (const PathRec* p : it->second) {
+      if (p->t > t) break;
+      best = p;
+    }
+    for (const auto& h : best->hops) nodes.push_back(h.empty() ? "" : topo_.node(h));
+  }
+  nodes.push_back(topo_.node(dst));
+  return nodes;
+}
+
+void Analyzer::add_links(const std::vector<std::string>& nodes, std::vector<int>& comps) const {
+  std::set<std::string> tors;
+  for (const auto& h : topo_.hosts) tors.insert(h.tor);
+  for (size_t i = 0; i + 1 < nodes.size(); ++i) {
+    const std::string& a = nodes[i];
+    const std::string& b = nodes[i + 1];
+    if (a.empty() || b.empty() || a == b) continue;
+    if (topo_.host_by_name(a) || topo_.host_by_name(b)) continue;  // a host's link is the host
+    std::string name;
+    if (tors.count(a) && !tors.count(b))
+      name = a + "-" + b;
+    else if (tors.count(b) && !tors.count(a))
+      name = b + "-" + a;
+    else
+      name = a < b ? a + "-" + b : b + "-" + a;
+    const int id = comp_id(name);
+    if (std::find(comps.begin(), comps.end(), id) == comps.end()) comps.push_back(id);
+  }
+}
+
+void Analyzer::loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const {
+  size_t total_fail = 0;
+  for (const auto& x : obs) total_fail += x.fail;
+  const double p0 = base_loss_ + 0.002;
+  for (int round = 0; round < 3 && total_fail > 0; ++round) {
+    std::map<int, unsigned> n, f;
+    for (const auto& x : obs)
+      for (int c : x.comps) {
+        ++n[c];
+        f[c] += x.fail;
+      }
+    std::vector<int> cands;
+    for (const auto& [c, nc] : n) {
+      const unsigned fc = f[c];
+      if (fc < o_.min_failures || static_cast<double>(fc) / nc < o_.min_loss) continue;
+      if (binom_upper(nc, fc, p0) >= 1e-6) continue;
+      cands.push_back(c);
+    }
+    if (cands.empty()) break;
+    auto ratio = [&](int c) { return static_cast<double>(f[c]) / n[c]; };
+    const int best = *std::max_element(cands.begin(), cands.end(), [&](int a, int b) {
+      return ratio(a) != ratio(b) ? ratio(a) < ratio(b) : f[a] < f[b];
+    });
+    // Components failing on (nearly) the same probes: the probes alone cannot tell them apart.
+    std::map<int, std::set<size_t>> fails;
+    for (size_t i = 0; i < obs.size(); ++i)
+      if (obs[i].fail)
+        for (int c : obs[i].comps) fails[c].insert(i);
+    auto jaccard = [&](int a, int b) {
+      size_t both = 0;
+      for (size_t i : fails[a]) both += fails[b].count(i);
+      const size_t uni = fails[a].size() + fails[b].size() - both;
+      return uni ? static_cast<double>(both) / static_cast<double>(uni) : 0.0;
+    };
+    std::vector<int> group;
+    for (int c : cands)
+      if (c == best || (jaccard(c, best) >= 0.7 && ratio(c) >= 0.5 * ratio(best))) group.push_back(c);
+    // Exoneration: a member whose own probes (those crossing no other member) are too clean
+    // for the group's loss rate was seen on healthy paths.
+    std::vector<int> remain;
+    nlohmann::json exonerated = nlohmann::json::array();
+    for (int c : group) {
+      unsigned ne = 0, fe = 0;
+      for (const auto& x : obs) {
+        if (std::find(x.comps.begin(), x.comps.end(), c) == x.comps.end()) continue;
+        bool other = false;
+        for (int g : group)
+          if (g != c && std::find(x.comps.begin(), x.comps.end(), g) != x.comps.end()) other = true;
+        if (other) continue;
+        ++ne;
+        fe += x.fail;
+      }
+      // Only decides between members that already passed the candidate test, so a lenient
+      // level (5 %) names no new element; it cannot exonerate a whole group (below).
+      if (group.size() > 1 && ne >= 10 && binom_lower(ne, fe, 0.5 * ratio(best)) < 0.05) {
+        exonerated.push_back({{"element", comp_names_[c]}, {"exclusive_probes", ne}, {"exclusive_failures", fe}});
+      } else {
+        remain.push_back(c);
+      }
+    }
+    if (remain.empty()) remain = group;
+    std::sort(remain.begin(), remain.end(), [&](int a, int b) { return comp_names_[a] < comp_names_[b]; });
+    Blame b;
+    bool all_hosts = true;
+    for (int c : remain) {
+      b.element += (b.element.empty() ? "" : "|") + comp_names_[c];
+      all_hosts = all_hosts && topo_.host_by_name(comp_names_[c]);
+    }
+    b.kind = all_hosts ? "host" : "link";
+    size_t explained = 0;
+    std::vector<Obs> rest;
+    for (auto& x : obs) {
+      bool hit = false;
+      for (int c : remain) hit = hit || std::find(x.comps.begin(), x.comps.end(), c) != x.comps.end();
+      if (hit) {
+        explained += x.fail;
+      } else {
+        rest.push_back(std::move(x));
+      }
+    }
+    b.confidence = static_cast<double>(explained) / static_cast<double>(total_fail) /
+                   static_cast<double>(remain.size());
+    b.evidence = {{"failures", f[best]}, {"probes", n[best]}, {"loss", ratio(best)},
+                  {"explained_failures", explained}, {"window_failures", total_fail},
+                  {"exonerated", exonerated}};
+    if (b.kind == "host") {
+      const std::string& h = comp_names_[remain.front()];
+      const TopoHost* th = topo_.host_by_name(h);
+      unsigned peers = 0;
+      for (const auto& x : topo_.hosts) peers += x.tor == th->tor;
+      b.evidence["tor_hosts"] = peers;
+      // Fewer than 3 hosts under a ToR: its ToR-mesh cannot say which end is bad; the
+      // inter-ToR probes decided (R-Pingmesh's ToR-mesh rule needs a majority).
+      b.evidence["fallback"] = peers < 3;
+    }
+    out.push_back(std::move(b));
+    obs = std::move(rest);
+    total_fail -= explained;
+  }
+}
+
+StepResult Analyzer::step(double t, AnalyzeState& st) const {
+  StepResult r;
+  r.t = t;
+  const double lo = t - o_.window_s;
+  std::vector<Obs> obs;
+  std::map<std::string, std::vector<double>> rtt, resp, prober;
+  std::map<std::string, std::array<unsigned, 2>> tor_mesh;  // host -> {probes, failures}
+  unsigned n_ud = 0, f_ud = 0, n_hop = 0;
+  auto after = [](const auto& v, double x) {
+    return std::upper_bound(v.begin(), v.end(), x, [](double a, const auto& r) { return a < r.t; });
+  };
+  for (auto it = after(rec_.probes, lo); it != rec_.probes.end() && it->t <= t; ++it) {
+    const ProbeRec& p = *it;
+    Obs x;
+    x.fail = !p.ok;
+    const std::string s = topo_.node(p.src), d = topo_.node(p.dst);
+    x.comps.push_back(comp_id(s));
+    x.comps.push_back(comp_id(d));
+    add_links(path_nodes(p.src, p.dst, p.sport, p.t), x.comps);
+    add_links(path_nodes(p.dst, p.src, p.sport, p.t), x.comps);
+    obs.push_back(std::move(x));
+    ++n_ud;
+    f_ud += !p.ok;
+    if (p.kind == "tor")
+      for (const auto& h : {s, d}) {
+        ++tor_mesh[h][0];
+        tor_mesh[h][1] += !p.ok;
+      }
+    if (!p.ok) continue;
+    rtt[p.src + ">" + p.dst].push_back(static_cast<double>(p.rtt_ns));
+    resp[d].push_back(static_cast<double>(p.resp_ns));
+    prober[s].push_back(static_cast<double>(p.prober_ns));
+  }
+  for (auto it = after(rec_.hops, lo); it != rec_.hops.end() && it->t <= t; ++it) {
+    const HopRec& h = *it;
+    if (h.ttl == 0 || h.ttl > o_.symmetric_ttl) continue;
+    auto nodes = path_nodes(h.src, h.dst, h.sport, h.t);
+    nodes.resize(std::min<size_t>(nodes.size(), h.ttl + 1));  // src + hops up to this TTL
+    if (nodes.size() != h.ttl + 1) continue;
+    if (!h.hop.empty()) nodes.back() = topo_.node(h.hop);
+    if (nodes.back().empty()) continue;
+    Obs x;
+    x.ud = false;
+    x.fail = !h.ok;
+    x.comps.push_back(comp_id(topo_.node(h.src)));
+    add_links(nodes, x.comps);
+    obs.push_back(std::move(x));
+    ++n_hop;
+  }
+  loss_blames(std::move(obs), r.blames);
+  for (auto& b : r.blames)
+    if (b.kind == "host" && tor_mesh.count(b.element)) {
+      const auto& tm = tor_mesh[b.element];
+      b.evidence["tor_mesh_probes"] = tm[0];
+      b.evidence["tor_mesh_loss"] = tm[0] ? static_cast<double>(tm[1]) / tm[0] : 0.0;
+    }
+
+  // Network RTT against each pair's baseline, with hysteresis.
+  std::map<std::string, std::array<unsigned, 2>> host_pairs;  // host -> {pairs, anomalous}
+  unsigned pairs_total = 0, pairs_high = 0;
+  for (const auto& [k, v] : rtt) {
+    auto b = base_rtt_.find(k);
+    if (v.size() < 5 || b == base_rtt_.end() || b->second <= 0) continue;
+    const double ratio = p50(v) / b->second;
+    bool& high = st.rtt_high[k];
+    high = high ? ratio >= o_.rtt_exit : ratio >= o_.rtt_enter;
+    const auto gt = k.find('>');
+    const std::string s = topo_.node(k.substr(0, gt)), d = topo_.node(k.substr(gt + 1));
+    for (const auto& h : {s, d}) {
+      ++host_pairs[h][0];
+      host_pairs[h][1] += high;
+    }
+    ++pairs_total;
+    pairs_high += high;
+    if (high) r.rtt_anomalies.push_back({{"src", s}, {"dst", d}, {"ratio", ratio}, {"p50_ns", p50(v)}});
+  }
+  auto blamed = [&](const std::string& e) {
+    for (const auto& b : r.blames)
+      if (b.element == e) return true;
+    return false;
+  };
+  for (const auto& [h, hp] : host_pairs) {
+    if (!topo_.host_by_name(h) || hp[0] < 2) continue;
+    const double mine = static_cast<double>(hp[1]) / hp[0];
+    const unsigned others_n = pairs_total - hp[0], others_h = pairs_high - hp[1];
+    const double others = others_n ? static_cast<double>(others_h) / others_n : 0.0;
+    if (mine >= 0.75 && others <= 0.25 && !blamed(h)) {
+      Blame b{h, "host", mine * (1 - others), {{"reason", "network RTT above baseline on its pairs"},
+                                                {"pairs", hp[0]}, {"anomalous", hp[1]}}};
+      r.blames.push_back(std::move(b));
+    }
+  }
+  // Not the network: a host's own delay (responder T4-T3, prober (T6-T1)-(T5-T2)) far above
+  // its baseline while its network RTT is normal.
+  for (const auto& th : topo_.hosts) {
+    if (blamed(th.name)) continue;
+    const auto& hp = host_pairs[th.name];
+    if (hp[0] && static_cast<double>(hp[1]) / hp[0] >= 0.5) continue;  // the network is slow too
+    double worst = 0;
+    nlohmann::json ev = nlohmann::json::object();
+    for (const auto& [what, now_map, base_map] :
+         {std::tuple{"responder", &resp, &base_resp_}, std::tuple{"prober", &prober, &base_prober_}}) {
+      auto v = now_map->find(th.name);
+      auto b = base_map->find(th.name);
+      if (v == now_map->end() || v->second.size() < 5 || b == base_map->end()) continue;
+      const double now50 = p50(v->second), base50 = std::max(b->second, 1000.0);
+      const double ratio = now50 / base50;
+      ev[what] = {{"p50_ns", now50}, {"baseline_p50_ns", base50}, {"ratio", ratio}};
+      if (ratio >= o_.delay_factor && now50 >= o_.delay_floor_ms * 1e6) worst = std::max(worst, ratio);
+    }
+    if (worst > 0) r.blames.push_back({th.name, "host_delay", 1.0 - 1.0 / worst, ev});
+  }
+  r.stats = {{"probes", n_ud}, {"failures", f_ud}, {"hop_probes", n_hop},
+             {"rtt_pairs", pairs_total}, {"rtt_pairs_anomalous", pairs_high}};
+  return r;
+}
+
+nlohmann::json step_json(const StepResult& s) {
+  nlohmann::json b = nlohmann::json::array();
+  for (const auto& x : s.blames)
+    b.push_back({{"element", x.element}, {"kind", x.kind}, {"confidence", x.confidence},
+                 {"evidence", x.evidence}});
+  return {{"t", s.t}, {"blames", b}, {"rtt_anomalies", s.rtt_anomalies}, {"stats", s.stats}};
+}
+
+std::string step_text(const StepResult& s, const Topology&) {
+  std::string out = fmt::format("window ending {:.1f}: {} probes, {} failed, {} TTL-limited\n", s.t,
+                                s.stats.value("probes", 0u), s.stats.value("failures", 0u),
+                                s.stats.value("hop_probes", 0u));
+  if (s.blames.empty()) out += "  nothing to blame\n";
+  for (const auto& b : s.blames) {
+    if (b.kind == "host_delay") {
+      out += fmt::format("  {}: host delay, not the network (confidence {:.2f}): {}\n", b.element,
+                         b.confidence, b.evidence.dump());
+    } else {
+      out += fmt::format("  {}: {} (confidence {:.2f}): {}\n", b.element,
+                         b.kind == "host" ? "host/NIC" : "fabric link", b.confidence, b.evidence.dump());
+    }
+  }
+  for (const auto& a : s.rtt_anomalies)
+    out += fmt::format("  RTT anomaly {} -> {}: {:.1f}x baseline\n", a["src"].get<std::string>(),
+                       a["dst"].get<std::string>(), a["ratio"].get<double>());
+  return out;
+}
+
+}  // namespace sroce::pingmesh
