@@ -51,7 +51,14 @@ int AbiClient::call(uint16_t op, const void* body, size_t len, void* reply, size
   std::byte out[SROCE_MAX_MSG];
   memcpy(out, &h, sizeof h);
   if (len) memcpy(out + sizeof h, body, len);
-  if (send(fd_, out, sizeof h + len, MSG_NOSIGNAL) < 0) return -EIO;
+  if (send(fd_, out, sizeof h + len, MSG_NOSIGNAL) < 0) {
+    // Refused and closed before the request went out: the notice is queued.
+    sroce_msg_hdr notice{};
+    if (recv(fd_, &notice, sizeof notice, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof notice) &&
+        notice.magic == SROCE_ABI_MAGIC && notice.seq == 0 && notice.status < 0)
+      return notice.status;
+    return -EIO;
+  }
 
   int64_t deadline = now_ms() + 5000;
   for (;;) {
@@ -81,6 +88,10 @@ int AbiClient::call(uint16_t op, const void* body, size_t len, void* reply, size
     sroce_msg_hdr r;
     if (static_cast<size_t>(n) < sizeof r) return -EIO;
     memcpy(&r, in, sizeof r);
+    if (r.seq == 0 && r.status < 0) {  // the daemon's refusal notice (service_limits.cc)
+      for (int f : got) close(f);
+      return r.status;
+    }
     if (r.seq != h.seq || r.op != op) {
       for (int f : got) close(f);
       continue;  // a late reply to an earlier request

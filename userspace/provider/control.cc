@@ -75,7 +75,15 @@ int ControlChannel::call(uint16_t op, const void* body, size_t body_len, void* r
     n = send(fd_, buf, sizeof(hdr) + body_len, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
-    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) mark_dead();
+    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) {
+      mark_dead();
+      // The daemon may have refused the connection and closed it before the
+      // request went out: its notice (sequence 0) is still queued here.
+      sroce_msg_hdr notice{};
+      if (recv(fd_, &notice, sizeof notice, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof notice) &&
+          notice.magic == SROCE_ABI_MAGIC && notice.seq == 0 && notice.status < 0)
+        return -notice.status;
+    }
     return EIO;
   }
   return receive_reply(op, hdr.seq, reply, reply_cap, fds, reply_len);
@@ -127,6 +135,14 @@ int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t
     sroce_msg_hdr hdr;
     memcpy(&hdr, buf, sizeof(hdr));
     if (hdr.magic != SROCE_ABI_MAGIC) return EPROTO;
+    if (hdr.seq == 0 && hdr.status < 0) {
+      // A notice: the daemon refused this connection (uid policy, per-uid
+      // limits: EACCES, EMFILE) and closed it (docs/security.md, "Limits").
+      for (int i = 0; i < out->count; ++i) close(out->take(i));
+      out->count = 0;
+      mark_dead();
+      return -hdr.status;
+    }
     if (hdr.seq != seq) {
       // A late reply to a request that already timed out: drop it and keep waiting.
       for (int i = 0; i < out->count; ++i) close(out->take(i));
