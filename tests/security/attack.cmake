@@ -2,6 +2,7 @@
 # Catch2 main that also runs one named attack when started as
 # `<test> --attack NAME ...` under a second uid (setpriv), plus the daemon
 # test client and harness. Sorted before the parts that link it.
+find_package(Catch2 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 add_library(sroce_security_attack STATIC
   ${CMAKE_CURRENT_LIST_DIR}/attack_main.cc

@@ -132,7 +132,7 @@ struct Config {
   } engine;
 
   // [limits]: what one uid may hold in sroced, so that one user cannot
-  // exhaust it for everyone (docs/security.md, "Limits"; limits.h).
+  // exhaust it for everyone (docs/security.md, "Limits"; uid_limits.h).
   struct Limits {
     uint32_t contexts_per_uid = 32;     // open connections, HELLO or not: EMFILE
     uint32_t qps_per_uid = 256;         // ENOMEM

@@ -365,7 +365,7 @@ bool Daemon::pass(Time t) {
     engine_->on_timer(t);
     ++loop_.timer_runs;
   }
-  if (svc_->next_deadline() <= t) svc_->on_timer(t);  // HELLO timeouts, accept pause (limits.h)
+  if (svc_->next_deadline() <= t) svc_->on_timer(t);  // HELLO timeouts, accept pause (uid_limits.h)
   for (uint32_t i = 0; i < cfg_.datapath.batch; ++i) {
     auto buf = dp_->tx_buffer();
     if (buf.empty()) break;

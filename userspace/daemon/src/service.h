@@ -23,7 +23,7 @@
 #include "gsi.h"
 #include "gsi_socket.h"
 #include "kernel_channel.h"
-#include "limits.h"
+#include "uid_limits.h"
 #include "memory.h"
 #include "sroce/engine/engine.h"
 
@@ -71,7 +71,7 @@ struct ServiceEnv {
   // contexts and QPs (docs/security.md, "The wire").
   std::function<std::string(uint32_t what, uid_t viewer)> stats_json;
   // Takes the listening socket out of the loop's interest (false) and back
-  // (true): after accept(2) failed for want of descriptors (limits.h).
+  // (true): after accept(2) failed for want of descriptors (uid_limits.h).
   std::function<void(bool)> listen_interest;
 };
 
@@ -228,7 +228,7 @@ class Service {
   void destroy_objects(Context& c);
   bool uid_allowed(uid_t uid, gid_t gid) const;
 
-  // Per-uid limits and the connection policy (service_limits.cc, limits.h).
+  // Per-uid limits and the connection policy (service_limits.cc, uid_limits.h).
   bool limited(uid_t uid) const;
   UidUsage usage_of(uid_t uid) const;
   int admit_connection(const ucred& cred);          // 0 or -errno (EACCES, EMFILE)

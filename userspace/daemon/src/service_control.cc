@@ -205,7 +205,7 @@ void Service::handle_message(Context& c, Time now) {
     status = c.refused;
   } else if (!c.hello && h.op != SROCE_OP_HELLO && h.op != SROCE_OP_STATS) {
     status = -EPROTO;  // HELLO comes first
-  } else if ((status = admit_request(c, h.op, {buf + sizeof h, h.len})) == 0) {  // limits.h
+  } else if ((status = admit_request(c, h.op, {buf + sizeof h, h.len})) == 0) {  // uid_limits.h
     status = dispatch(c, h.op, {buf + sizeof h, h.len}, r, now);
   }
   if (status != 0) ++stats_.ctl_errors;

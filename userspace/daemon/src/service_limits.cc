@@ -1,5 +1,5 @@
 // Per-uid limits, the connection policy at accept, the HELLO timeout and the
-// privileged Q_Key check (limits.h; docs/security.md, "Limits" and "Keys").
+// privileged Q_Key check (uid_limits.h; docs/security.md, "Limits" and "Keys").
 #include <infiniband/verbs.h>
 #include <sys/socket.h>
 #include <unistd.h>
