@@ -53,14 +53,18 @@ int AbiClient::call(uint16_t op, const void* body, size_t len, void* reply, size
   if (len) memcpy(out + sizeof h, body, len);
   if (send(fd_, out, sizeof h + len, MSG_NOSIGNAL) < 0) {
     // Refused and closed before the request went out: the notice is queued.
+    // A reset (the daemon closed with this request unread) comes first.
     sroce_msg_hdr notice{};
-    if (recv(fd_, &notice, sizeof notice, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof notice) &&
-        notice.magic == SROCE_ABI_MAGIC && notice.seq == 0 && notice.status < 0)
+    ssize_t r = recv(fd_, &notice, sizeof notice, MSG_DONTWAIT);
+    if (r < 0 && errno == ECONNRESET) r = recv(fd_, &notice, sizeof notice, MSG_DONTWAIT);
+    if (r == static_cast<ssize_t>(sizeof notice) && notice.magic == SROCE_ABI_MAGIC && notice.seq == 0 &&
+        notice.status < 0)
       return notice.status;
     return -EIO;
   }
 
   int64_t deadline = now_ms() + 5000;
+  bool reset = false;
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
     int left = static_cast<int>(deadline - now_ms());
@@ -74,6 +78,10 @@ int AbiClient::call(uint16_t op, const void* body, size_t len, void* reply, size
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == ECONNRESET && !reset) {  // refused and closed: the notice follows
+      reset = true;
+      continue;
+    }
     if (n <= 0) return -EIO;
     std::vector<int> got;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {

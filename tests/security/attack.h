@@ -1,9 +1,10 @@
 // Shared by the wire and limits parts of the security suite: the attacker
 // is this same test binary run again as a second, unprivileged uid with
-// `setpriv --reuid=N --regid=N --clear-groups` (no account needed), given
-// the name of one attack and its arguments; its exit status is the verdict
-// (0: every attempt failed as it must; 77: could not run; else the number of
-// the check that went wrong).
+// `setpriv --reuid=N --regid=N --clear-groups` (no account needed), running
+// the hidden test case [.secwire-attack] with the attack's name and
+// arguments in SROCE_SECWIRE_ATTACK (attack.cc); its exit status is the
+// verdict (0: every attempt failed as it must; else the number of the check
+// that went wrong).
 #pragma once
 
 #include <sys/types.h>

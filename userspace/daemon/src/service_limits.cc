@@ -93,6 +93,11 @@ void Service::refuse_connection(int fd, int status) {
   h.seq = 0;
   h.status = status;
   (void)send(fd, &h, sizeof h, MSG_DONTWAIT | MSG_NOSIGNAL);
+  // What the peer sent already is read first: closing with it unread would
+  // reset the connection, and the peer would see that before the notice.
+  char sink[64];
+  for (int i = 0; i < 8 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
+  }
   close(fd);
   ++stats_.ctl_refused;
 }
