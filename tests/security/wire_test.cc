@@ -247,7 +247,7 @@ bool send_forged_aeth(const std::string& ns, const std::string& src, uint16_t sp
                       uint32_t dqpn, uint32_t psn, uint8_t syndrome, uint32_t msn) {
   uint8_t pkt[SROCE_BTH_LEN + SROCE_AETH_LEN + SROCE_ICRC_LEN] = {};
   sroce_bth bth{};
-  bth.opcode = SROCE_TRANSPORT_RC | SROCE_OP_ACK;
+  bth.opcode = static_cast<uint8_t>(SROCE_TRANSPORT_RC) | SROCE_OP_ACK;
   bth.pkey = 0xffff;
   bth.dqpn = dqpn;
   bth.psn = psn;

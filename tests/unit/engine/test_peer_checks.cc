@@ -65,7 +65,7 @@ std::vector<std::byte> nak(Qpn dqpn, uint32_t psn, uint8_t code, const PacketMet
   std::vector<uint8_t> aeth(SROCE_AETH_LEN);
   sroce_aeth a{sroce_aeth_syndrome(SROCE_AETH_NAK, code), 0};
   sroce_aeth_write(aeth.data(), &a);
-  return craft(SROCE_TRANSPORT_RC | SROCE_OP_ACK, dqpn, psn, aeth, {}, m);
+  return craft(static_cast<uint8_t>(SROCE_TRANSPORT_RC) | SROCE_OP_ACK, dqpn, psn, aeth, {}, m);
 }
 
 PacketMeta meta(const Gid& src, const Gid& dst, uint16_t sport = 0xc123) {
@@ -148,7 +148,7 @@ TEST_CASE("a forged WRITE from a third host with the right QPN, PSN and R_Key le
   sroce_reth r{p.b.addr(0), p.b.mr.rkey, 16};
   sroce_reth_write(reth.data(), &r);
   const std::vector<uint8_t> data(16, 0xee);
-  const uint8_t op = SROCE_TRANSPORT_RC | SROCE_OP_WRITE_ONLY;
+  const uint8_t op = static_cast<uint8_t>(SROCE_TRANSPORT_RC) | SROCE_OP_WRITE_ONLY;
   auto untouched = [&] {
     for (int i = 0; i < 64; ++i)
       if (p.b.mem.at(p.b.addr(0))[i] != 0) return false;
@@ -208,7 +208,7 @@ TEST_CASE("UD takes datagrams from any source with the Q_Key", "[rx][security]")
   sroce_deth d{qkey, p.qa};
   sroce_deth_write(deth.data(), &d);
   const PacketMeta m = meta(kThirdHost, p.b.gid);
-  p.b->on_packet(craft(SROCE_TRANSPORT_UD | SROCE_OP_SEND_ONLY, p.qb, 0, deth, std::vector<uint8_t>(32, 1), m), m,
+  p.b->on_packet(craft(static_cast<uint8_t>(SROCE_TRANSPORT_UD) | SROCE_OP_SEND_ONLY, p.qb, 0, deth, std::vector<uint8_t>(32, 1), m), m,
                  p.w.now);
   auto wc = p.b.poll();
   REQUIRE(wc.size() == 1);
