@@ -71,9 +71,20 @@ int AbiClient::call_fd(uint16_t op, const void* body, size_t len, int send_fd, v
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cm), &send_fd, sizeof(int));
   }
-  if (sendmsg(fd_, &omsg, MSG_NOSIGNAL) < 0) return -EIO;
+  if (sendmsg(fd_, &omsg, MSG_NOSIGNAL) < 0) {
+    // Refused and closed before the request went out: the notice is queued.
+    // A reset (the daemon closed with this request unread) comes first.
+    sroce_msg_hdr notice{};
+    ssize_t r = recv(fd_, &notice, sizeof notice, MSG_DONTWAIT);
+    if (r < 0 && errno == ECONNRESET) r = recv(fd_, &notice, sizeof notice, MSG_DONTWAIT);
+    if (r == static_cast<ssize_t>(sizeof notice) && notice.magic == SROCE_ABI_MAGIC && notice.seq == 0 &&
+        notice.status < 0)
+      return notice.status;
+    return -EIO;
+  }
 
   int64_t deadline = now_ms() + 5000;
+  bool reset = false;
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
     int left = static_cast<int>(deadline - now_ms());
@@ -87,6 +98,10 @@ int AbiClient::call_fd(uint16_t op, const void* body, size_t len, int send_fd, v
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == ECONNRESET && !reset) {  // refused and closed: the notice follows
+      reset = true;
+      continue;
+    }
     if (n <= 0) return -EIO;
     std::vector<int> got;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -101,6 +116,10 @@ int AbiClient::call_fd(uint16_t op, const void* body, size_t len, int send_fd, v
     sroce_msg_hdr r;
     if (static_cast<size_t>(n) < sizeof r) return -EIO;
     memcpy(&r, in, sizeof r);
+    if (r.seq == 0 && r.status < 0) {  // the daemon's refusal notice (service_limits.cc)
+      for (int f : got) close(f);
+      return r.status;
+    }
     if (r.seq != h.seq || r.op != op) {
       for (int f : got) close(f);
       continue;  // a late reply to an earlier request

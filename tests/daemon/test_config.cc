@@ -103,7 +103,11 @@ TEST_CASE("each bad key names itself and what was expected", "[config]") {
        "t.toml: control.allow_uids: expected an array of integers in 0..4294967294, got an element -1"},
       {"[control]\nsocket_mode = 0o1777", "t.toml: control.socket_mode: expected an integer in 0..511, got 1023"},
       {"[control]\nsocket = \"relative.sock\"", "t.toml: control.socket: expected an absolute path, got \"relative.sock\""},
-      {"[control]\nmax_contexts = 0", "t.toml: control.max_contexts: expected an integer in 1..65535, got 0"},
+      {"[control]\nmax_contexts = 0", "t.toml: control.max_contexts: expected an integer in 1..65534, got 0"},
+      // 0xffff is the daemon's own memory tag (memory.h kLocalTag): never a context's.
+      {"[control]\nmax_contexts = 65535", "t.toml: control.max_contexts: expected an integer in 1..65534, got 65535"},
+      {"[limits]\nhello_timeout_ms = 0", "t.toml: limits.hello_timeout_ms: expected an integer in 10..3600000, got 0"},
+      {"[limits]\nqps_per_uid = 0", "t.toml: limits.qps_per_uid: expected an integer in 1..1048576, got 0"},
       {"[engine]\nmax_sge = 1000", "t.toml: engine.max_sge: expected an integer in 1..256, got 1000"},
       {"[engine]\nmax_qps = 1.5", "t.toml: engine.max_qps: expected an integer in 1..1048576, got 1.5 (a float)"},
       {"[log]\nlevel = \"loud\"",
@@ -158,7 +162,8 @@ TEST_CASE("the shipped example configuration is valid and documents every key", 
                           "max_pds", "max_srqs", "max_ahs", "max_cqe", "max_qp_wr", "max_sge", "max_inline_data",
                           "max_rd_atomic", "seed", "lane_weights", "reorder_timeout_max_us", "level", "algorithm", "line_rate_mbps", "base_rtt_us",
                           "delay_target_us", "delay_per_hop_bytes", "dcqcn_preset", "notification_point",
-                          "ack_every", "int_telemetry", "per_lane"}) {
+                          "ack_every", "int_telemetry", "per_lane", "contexts_per_uid", "qps_per_uid",
+                          "mrs_per_uid", "mr_bytes_per_uid", "ring_fds_per_uid", "root", "hello_timeout_ms"}) {
     INFO(key);
     CHECK(text.find(std::string("\n") + key + " = ") != std::string::npos);
   }

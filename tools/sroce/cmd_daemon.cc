@@ -145,6 +145,25 @@ std::string render_status(const nlohmann::json& j) {
       u(e, "rx_packets"), u(e, "rx_dropped"), u(e, "rx_bad_icrc"), u(e, "rx_unknown_qp"), u(e, "tx_packets"),
       u(e, "retransmits"), u(e, "timeouts"), u(e, "naks_sent"), u(e, "naks_received"), u(e, "rnr_naks_sent"),
       u(e, "rnr_naks_received"));
+  // docs/security.md: drops by reason (the wire's peer checks among them),
+  // the key mode and the per-uid limits at work.
+  if (e.contains("rx_drop_reason") && !e["rx_drop_reason"].empty()) {
+    std::vector<std::string> rs;
+    for (const auto& [name, n] : e["rx_drop_reason"].items()) rs.push_back(fmt::format("{} {}", name, n.get<uint64_t>()));
+    out += fmt::format("    drops: {}\n", fmt::join(rs, ", "));
+  }
+  if (j.contains("keys")) out += fmt::format("  keys: {}\n", s(j, "keys"));
+  if (j.contains("limits")) {
+    const auto& l = j["limits"];
+    out += fmt::format(
+        "  limits per uid: {} contexts, {} QPs, {} MRs, {} registered, {} ring fds, HELLO within {} ms\n"
+        "    refused: contexts {} qps {} mrs {} mr_bytes {} ring_fds {} qkey {}; hello timeouts {}, accept errors {} "
+        "(paused {})\n",
+        u(l, "contexts_per_uid"), u(l, "qps_per_uid"), u(l, "mrs_per_uid"), human_bytes(u(l, "mr_bytes_per_uid")),
+        u(l, "ring_fds_per_uid"), u(l, "hello_timeout_ms"), u(l, "refused_contexts"), u(l, "refused_qps"),
+        u(l, "refused_mrs"), u(l, "refused_mr_bytes"), u(l, "refused_ring_fds"), u(l, "qkey_eperm"),
+        u(l, "hello_timeouts"), u(l, "accept_errors"), u(l, "accept_pauses"));
+  }
   const auto& v = j["service"];
   out += fmt::format(
       "  service: {} requests ({} errors, {} garbage, {} refused), {} WQEs, {} CQEs, {} comp / {} async events, {} "

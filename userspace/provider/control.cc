@@ -97,7 +97,18 @@ int ControlChannel::call_with_fd(uint16_t op, const void* body, size_t body_len,
     n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
-    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) mark_dead();
+    if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN) {
+      mark_dead();
+      // The daemon may have refused the connection and closed it before the
+      // request went out: its notice (sequence 0) is still queued here.
+      // A reset (it closed with our request unread) comes first, then the notice.
+      sroce_msg_hdr notice{};
+      ssize_t r = recv(fd_, &notice, sizeof notice, MSG_DONTWAIT);
+      if (r < 0 && errno == ECONNRESET) r = recv(fd_, &notice, sizeof notice, MSG_DONTWAIT);
+      if (r == static_cast<ssize_t>(sizeof notice) && notice.magic == SROCE_ABI_MAGIC && notice.seq == 0 &&
+          notice.status < 0)
+        return -notice.status;
+    }
     return EIO;
   }
   return receive_reply(op, hdr.seq, reply, reply_cap, fds, reply_len);
@@ -130,6 +141,7 @@ int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t
                                   ReplyFds* fds, size_t* reply_len) {
   const int64_t deadline = now_ms() + timeout_ms_;
   uint8_t buf[SROCE_MAX_MSG];
+  bool reset = false;
   for (;;) {
     int64_t left = deadline - now_ms();
     if (left <= 0) return ETIMEDOUT;
@@ -148,6 +160,12 @@ int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t
     msg.msg_controllen = sizeof(cbuf);
     ssize_t n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    // A daemon that refused the connection and closed it with our request
+    // unread: the reset is reported first, its notice (below) after.
+    if (n < 0 && errno == ECONNRESET && !reset) {
+      reset = true;
+      continue;
+    }
     if (n <= 0) {  // 0: the daemon hung up
       mark_dead();
       return EIO;
@@ -172,6 +190,14 @@ int ControlChannel::receive_reply(uint16_t op, uint64_t seq, void* reply, size_t
     sroce_msg_hdr hdr;
     memcpy(&hdr, buf, sizeof(hdr));
     if (hdr.magic != SROCE_ABI_MAGIC) return EPROTO;
+    if (hdr.seq == 0 && hdr.status < 0) {
+      // A notice: the daemon refused this connection (uid policy, per-uid
+      // limits: EACCES, EMFILE) and closed it (docs/security.md, "Limits").
+      for (int i = 0; i < out->count; ++i) close(out->take(i));
+      out->count = 0;
+      mark_dead();
+      return -hdr.status;
+    }
     if (hdr.seq != seq) {
       // A late reply to a request that already timed out: drop it and keep waiting.
       for (int i = 0; i < out->count; ++i) close(out->take(i));

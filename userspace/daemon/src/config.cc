@@ -329,7 +329,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.boolean("control.allow_same_uid", c.control.allow_same_uid);
   r.uint_list("control.allow_uids", c.control.allow_uids);
   r.uint_list("control.allow_gids", c.control.allow_gids);
-  r.integer("control.max_contexts", c.control.max_contexts, 1, 65535);
+  r.integer("control.max_contexts", c.control.max_contexts, 1, 65534);
   r.integer("control.max_objects_per_context", c.control.max_objects_per_context, 16, 1 << 20);
 
   r.string("datapath.kind", c.datapath.kind, {"udp", "dpdk"});
@@ -394,6 +394,14 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.boolean("engine.cc.per_lane", c.engine.cc.per_lane);
   r.boolean("engine.lane_weights", c.engine.lane_weights);
   r.integer("engine.reorder_timeout_max_us", c.engine.reorder_timeout_max_us, 0, 1'000'000);
+
+  r.integer("limits.contexts_per_uid", c.limits.contexts_per_uid, 1, 65534);
+  r.integer("limits.qps_per_uid", c.limits.qps_per_uid, 1, 1 << 20);
+  r.integer("limits.mrs_per_uid", c.limits.mrs_per_uid, 1, 1 << 22);
+  r.integer("limits.mr_bytes_per_uid", c.limits.mr_bytes_per_uid, 4096, INT64_MAX);
+  r.integer("limits.ring_fds_per_uid", c.limits.ring_fds_per_uid, 4, 1 << 20);
+  r.boolean("limits.root", c.limits.root);
+  r.integer("limits.hello_timeout_ms", c.limits.hello_timeout_ms, 10, 3'600'000);
 
   r.string("log.level", c.log.level, kLogLevels);
 

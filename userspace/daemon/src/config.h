@@ -40,7 +40,7 @@ struct Config {
     bool allow_same_uid = true;  // the daemon's own uid
     std::vector<uint32_t> allow_uids;
     std::vector<uint32_t> allow_gids;
-    uint32_t max_contexts = 256;
+    uint32_t max_contexts = 256;  // 1..65534: tag 0xffff is the daemon's own (memory.h kLocalTag)
     uint32_t max_objects_per_context = 16384;
   } control;
 
@@ -130,6 +130,18 @@ struct Config {
     bool lane_weights = true;
     uint32_t reorder_timeout_max_us = 1000;
   } engine;
+
+  // [limits]: what one uid may hold in sroced, so that one user cannot
+  // exhaust it for everyone (docs/security.md, "Limits"; uid_limits.h).
+  struct Limits {
+    uint32_t contexts_per_uid = 32;     // open connections, HELLO or not: EMFILE
+    uint32_t qps_per_uid = 256;         // ENOMEM
+    uint32_t mrs_per_uid = 1024;        // MRs and memory windows: ENOMEM
+    uint64_t mr_bytes_per_uid = 16ull << 30;  // registered bytes: ENOMEM (as RLIMIT_MEMLOCK)
+    uint32_t ring_fds_per_uid = 1024;   // CQ/QP/SRQ rings and completion channels: EMFILE
+    bool root = false;                  // false: uid 0 is exempt (as CAP_SYS_RESOURCE from rlimits)
+    uint32_t hello_timeout_ms = 5000;   // a connection without HELLO (or STATS) by then is closed
+  } limits;
 
   struct Log {
     std::string level = "info";

@@ -99,6 +99,8 @@ struct Context {
   gid_t gid = 0;
   bool hello = false;
   int refused = 0;  // -errno to answer the first request with, then close
+  Time accepted{};       // when accept(2) returned it (limits.hello_timeout_ms)
+  bool net_raw = false;  // CAP_NET_RAW at accept (privileged Q_Keys; uid_limits.h)
   uint32_t garbage = 0;
   uint64_t requests = 0;
 

@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -195,9 +194,15 @@ Result<void> Daemon::start() {
   const uint32_t dp_limit = dp_->mtu_limit();
   if (dp_limit != 0 && dp_limit < mtu_) mtu_ = dp_limit;
 
-  uint64_t seed = cfg_.engine.seed;
-  if (seed == 0) seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
+  // docs/security.md, "Keys": random keys unless engine.seed asks for the
+  // reproducible test mode (then `sroce status` says so).
+  random_ = std::make_unique<GetrandomSource>();
+  const bool seeded = cfg_.engine.seed != 0;
+  const uint64_t seed = seeded ? cfg_.engine.seed : (random_->next64() | 1);
+  if (seeded)
+    spdlog::warn("sroced: engine.seed is set: keys and QPNs are predictable (a test mode; unset it in production)");
   EngineConfig ec;
+  ec.random = seeded ? nullptr : random_.get();
   ec.gids = gids_;
   ec.max_qps = cfg_.engine.max_qps;
   ec.max_cqs = cfg_.engine.max_cqs;
@@ -259,7 +264,14 @@ Result<void> Daemon::start() {
   env.node_guid = node_guid_be(netdev_, addrs_, addrs6_);
   env.watch = [this](int fd, uint64_t k) { watch(fd, k); };
   env.unwatch = [this](int fd) { unwatch(fd); };
-  env.stats_json = [this](uint32_t what) { return stats_json(what); };
+  env.stats_json = [this](uint32_t what, uid_t viewer) { return stats_json(what, viewer); };
+  env.listen_interest = [this](bool on) {
+    if (on) {
+      watch(svc_->listen_fd(), kKeyListen);
+    } else {
+      unwatch(svc_->listen_fd());
+    }
+  };
   svc_ = std::make_unique<Service>(std::move(env));
   auto l = svc_->listen();
   if (!l) return l;
@@ -353,6 +365,7 @@ bool Daemon::pass(Time t) {
     engine_->on_timer(t);
     ++loop_.timer_runs;
   }
+  if (svc_->next_deadline() <= t) svc_->on_timer(t);  // HELLO timeouts, accept pause (uid_limits.h)
   for (uint32_t i = 0; i < cfg_.datapath.batch; ++i) {
     auto buf = dp_->tx_buffer();
     if (buf.empty()) break;
@@ -400,7 +413,7 @@ int Daemon::run() {
       last_work = t;
       continue;
     }
-    Time deadline = engine_->next_deadline();
+    Time deadline = std::min(engine_->next_deadline(), svc_->next_deadline());
     int timeout_ns = -1;
     if (deadline != Time::never()) {
       int64_t d = (deadline - now()).ps / 1000;
@@ -415,13 +428,17 @@ int Daemon::run() {
   return 0;
 }
 
-std::string Daemon::stats_json(uint32_t) const {
+std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
   using nlohmann::json;
   const auto& d = dp_->stats();
   const auto& e = engine_->stats();
   const auto& s = svc_->stats();
   const auto& m = mem_->stats();
-  auto oc = svc_->object_counts();
+  auto oc = svc_->object_counts(viewer);
+  const auto& lim = svc_->limit_stats();
+  json drops = json::object();  // engine drops by reason (nonzero only)
+  for (int r = 1; r < kRxDropCount; ++r)
+    if (e.rx_drop_reason[r] != 0) drops[to_string(static_cast<RxDropReason>(r))] = e.rx_drop_reason[r];
   json gids = json::array();
   for (uint32_t a : addrs_) gids.push_back(ipv4_str(a));
   for (const Gid& g : addrs6_) gids.push_back(gid_str(g));
@@ -443,6 +460,7 @@ std::string Daemon::stats_json(uint32_t) const {
       {"socket", cfg_.socket_path()},
       {"pid", getpid()},
       {"sched", sched_getscheduler(0) == SCHED_FIFO ? "fifo" : "other"},
+      {"keys", cfg_.engine.seed != 0 ? "predictable (test mode engine.seed)" : "random (getrandom)"},
       {"uptime_s", static_cast<double>((now() - started_).ps) / 1e12},
       {"objects",
        {{"pds", oc.pds},
@@ -453,7 +471,23 @@ std::string Daemon::stats_json(uint32_t) const {
         {"ahs", oc.ahs},
         {"channels", oc.channels},
         {"total", oc.total()}}},
-      {"contexts", json::parse(svc_->contexts_json())},
+      {"contexts", json::parse(svc_->contexts_json(viewer))},
+      {"limits",
+       {{"contexts_per_uid", cfg_.limits.contexts_per_uid},
+        {"qps_per_uid", cfg_.limits.qps_per_uid},
+        {"mrs_per_uid", cfg_.limits.mrs_per_uid},
+        {"mr_bytes_per_uid", cfg_.limits.mr_bytes_per_uid},
+        {"ring_fds_per_uid", cfg_.limits.ring_fds_per_uid},
+        {"hello_timeout_ms", cfg_.limits.hello_timeout_ms},
+        {"refused_contexts", lim.contexts},
+        {"refused_qps", lim.qps},
+        {"refused_mrs", lim.mrs},
+        {"refused_mr_bytes", lim.mr_bytes},
+        {"refused_ring_fds", lim.ring_fds},
+        {"hello_timeouts", lim.hello_timeouts},
+        {"accept_errors", lim.accept_errors},
+        {"accept_pauses", lim.accept_pauses},
+        {"qkey_eperm", lim.qkey_eperm}}},
       {"service",
        {{"contexts_opened", s.contexts_opened},
         {"contexts_closed", s.contexts_closed},
@@ -501,7 +535,8 @@ std::string Daemon::stats_json(uint32_t) const {
         {"rnr_naks_sent", e.rnr_naks_sent},
         {"rnr_naks_received", e.rnr_naks_received},
         {"timeouts", e.timeouts},
-        {"duplicates", e.duplicates}}},
+        {"duplicates", e.duplicates},
+        {"rx_drop_reason", drops}}},
       {"memory",
        {{"reads", m.reads},
         {"writes", m.writes},
@@ -515,7 +550,7 @@ std::string Daemon::stats_json(uint32_t) const {
         {"sleeps", loop_.sleeps},
         {"doorbell_wakeups", loop_.wakeups_doorbell},
         {"timer_runs", loop_.timer_runs}}},
-      {"qps", json::parse(svc_->qps_json())},
+      {"qps", json::parse(svc_->qps_json(viewer))},
       {"lanes", lanes},
   };
   return j.dump();

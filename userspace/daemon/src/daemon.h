@@ -17,6 +17,7 @@
 #include "config.h"
 #include "datapath.h"
 #include "memory.h"
+#include "random_source.h"
 #include "service.h"
 #include "sroce/engine/engine.h"
 
@@ -40,7 +41,8 @@ class Daemon {
   int run();
   void stop() { stop_.store(true); }
 
-  std::string stats_json(uint32_t what) const;
+  // `viewer`: the caller's uid (Service::sees_all).
+  std::string stats_json(uint32_t what, uid_t viewer = 0) const;
 
  private:
   static Time now();
@@ -55,6 +57,7 @@ class Daemon {
   std::vector<Gid> addrs6_;  // IPv6 GIDs (device.ipv6), after the IPv4 ones in gids_
   std::string netdev_;
   uint32_t mtu_ = 1500;
+  std::unique_ptr<GetrandomSource> random_;  // before engine_: the engine draws keys from it
   std::unique_ptr<ProcessMemory> mem_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Datapath> dp_;

@@ -8,6 +8,7 @@
 // only accepted in a control op from the context that owns the QP.
 #pragma once
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -22,6 +23,7 @@
 #include "gsi.h"
 #include "gsi_socket.h"
 #include "kernel_channel.h"
+#include "uid_limits.h"
 #include "memory.h"
 #include "sroce/engine/engine.h"
 
@@ -66,7 +68,12 @@ struct ServiceEnv {
   std::function<void(int fd, uint64_t key)> watch;
   std::function<void(int fd)> unwatch;
   // Extra JSON for SROCE_OP_STATS (datapath, engine): filled by the daemon.
-  std::function<std::string(uint32_t what)> stats_json;
+  // `viewer` is the caller's uid: other than root it sees only its own
+  // contexts and QPs (docs/security.md, "The wire").
+  std::function<std::string(uint32_t what, uid_t viewer)> stats_json;
+  // Takes the listening socket out of the loop's interest (false) and back
+  // (true): after accept(2) failed for want of descriptors (uid_limits.h).
+  std::function<void(bool)> listen_interest;
 };
 
 class Service {
@@ -102,8 +109,15 @@ class Service {
   size_t context_count() const { return contexts_.size(); }
   // Objects alive across all contexts (for tests and `sroce status`).
   ObjectCounts object_counts() const;
-  std::string contexts_json() const;
-  std::string qps_json() const;
+  // `viewer`: the caller's uid; root (and the daemon's own uid) sees all.
+  std::string contexts_json(uid_t viewer = 0) const;
+  std::string qps_json(uid_t viewer = 0) const;
+  ObjectCounts object_counts(uid_t viewer) const;
+  bool sees_all(uid_t viewer) const;
+  const LimitStats& limit_stats() const { return limit_stats_; }
+  // The HELLO timeout and the accept pause (service_limits.cc).
+  Time next_deadline() const;
+  void on_timer(Time now);
 
   // The kernel path (service_kernel.cc, docs/kmod.md): serve the contexts
   // of rdma_sroce.ko's device `ibdev` through its control channel, beside
@@ -152,7 +166,7 @@ class Service {
   int op_query_device(Reply& r);
   int op_query_port(std::span<const std::byte> body, Reply& r);
   int op_query_gid(std::span<const std::byte> body, Reply& r);
-  int op_stats(std::span<const std::byte> body, Reply& r);
+  int op_stats(Context& c, std::span<const std::byte> body, Reply& r);
   int op_alloc_pd(Context& c, Reply& r);
   int op_dealloc_pd(Context& c, std::span<const std::byte> body);
   int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
@@ -225,6 +239,15 @@ class Service {
   void close_context(uint32_t id, const char* why);
   void destroy_objects(Context& c);
   bool uid_allowed(uid_t uid, gid_t gid) const;
+
+  // Per-uid limits and the connection policy (service_limits.cc, uid_limits.h).
+  bool limited(uid_t uid) const;
+  UidUsage usage_of(uid_t uid) const;
+  int admit_connection(const ucred& cred);          // 0 or -errno (EACCES, EMFILE)
+  void refuse_connection(int fd, int status);       // notice, close, count
+  void accept_failed(int err, Time now);
+  void note_accepted(Context& c, Time now);
+  int admit_request(Context& c, uint16_t op, std::span<const std::byte> body);  // 0 or -errno
   Context* find(uint32_t id);
 
   ServiceEnv env_;
@@ -254,6 +277,10 @@ class Service {
   std::vector<Sge> sge_scratch_;
   std::vector<std::byte> inline_scratch_;
   ServiceStats stats_;
+  LimitStats limit_stats_;
+  Time hello_deadline_ = Time::never();  // earliest HELLO timeout of a connection
+  bool listen_paused_ = false;
+  Time listen_resume_ = Time::never();
 };
 
 }  // namespace sroce::daemon

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -27,7 +28,9 @@ constexpr uint32_t kMaxGarbagePerContext = 64;
 
 Service::Service(ServiceEnv env)
     : env_(std::move(env)), cfg_(*env_.config), engine_(*env_.engine), mem_(*env_.memory) {
-  for (uint32_t t = cfg_.control.max_contexts; t >= 1; --t) free_tags_.push_back(static_cast<uint16_t>(t));
+  // Tags 1..0xfffe: 0xffff is the daemon's own window (ProcessMemory::kLocalTag), never a context's.
+  const uint32_t tags = std::min<uint32_t>(cfg_.control.max_contexts, ProcessMemory::kLocalTag - 1);
+  for (uint32_t t = tags; t >= 1; --t) free_tags_.push_back(static_cast<uint16_t>(t));
   wc_scratch_.resize(64);
   sge_scratch_.resize(cfg_.engine.max_sge + 1);
   inline_scratch_.resize(cfg_.engine.max_inline_data + 64);
@@ -83,14 +86,24 @@ Context* Service::find(uint32_t id) {
   return it == contexts_.end() ? nullptr : it->second.get();
 }
 
-void Service::on_listen_ready(Time) {
+void Service::on_listen_ready(Time now) {
   for (;;) {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) accept_failed(errno, now);  // never a busy loop
+      return;
+    }
     ucred cred{};
     socklen_t cl = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
       close(fd);
+      continue;
+    }
+    // Refused peers (uid policy, control.max_contexts, limits.contexts_per_uid)
+    // are told why and closed at once (service_limits.cc).
+    if (int st = admit_connection(cred); st != 0) {
+      refuse_connection(fd, st);
       continue;
     }
     auto c = std::make_unique<Context>();
@@ -99,23 +112,13 @@ void Service::on_listen_ready(Time) {
     c->pid = cred.pid;
     c->uid = cred.uid;
     c->gid = cred.gid;
-    if (!uid_allowed(cred.uid, cred.gid)) {
-      c->refused = -EACCES;
-      ++stats_.ctl_refused;
-      spdlog::warn("context {}: pid {} uid {} refused by the uid policy (control.allow_*)", c->id, cred.pid,
-                   cred.uid);
-    } else if (free_tags_.empty()) {
-      c->refused = -EMFILE;
-      ++stats_.ctl_refused;
-      spdlog::warn("context {}: pid {} refused: control.max_contexts ({}) reached", c->id, cred.pid,
-                   cfg_.control.max_contexts);
-    } else {
-      // The tag names no memory until HELLO brings the process's own mem file (op_hello).
-      c->tag = free_tags_.back();
-      free_tags_.pop_back();
-      ++stats_.contexts_opened;
-      spdlog::info("context {}: pid {} uid {} connected", c->id, cred.pid, cred.uid);
-    }
+    c->net_raw = cred.uid == 0 || proc_has_net_raw(cred.pid, cred.uid);
+    note_accepted(*c, now);
+    // The tag names no memory until HELLO brings the process's own mem file (op_hello).
+    c->tag = free_tags_.back();
+    free_tags_.pop_back();
+    ++stats_.contexts_opened;
+    spdlog::info("context {}: pid {} uid {} connected", c->id, cred.pid, cred.uid);
     env_.watch(fd, key(kKeySocket, c->id));
     contexts_.emplace(c->id, std::move(c));
   }
@@ -219,7 +222,7 @@ void Service::handle_message(Context& c, Time now) {
     // child) gets nothing more from this context (docs/security.md, "Memory").
     status = -EIO;
     gone = true;
-  } else {
+  } else if ((status = admit_request(c, h.op, {buf + sizeof h, h.len})) == 0) {  // uid_limits.h
     status = dispatch(c, h.op, {buf + sizeof h, h.len}, r, now);
   }
   if (status != 0) ++stats_.ctl_errors;
@@ -298,7 +301,7 @@ int Service::dispatch(Context& c, uint16_t op, std::span<const std::byte> body, 
     case SROCE_OP_DESTROY_AH: return op_destroy_ah(c, body);
     case SROCE_OP_CREATE_COMP_CHANNEL: return op_create_channel(c, r);
     case SROCE_OP_DESTROY_COMP_CHANNEL: return op_destroy_channel(c, body);
-    case SROCE_OP_STATS: return op_stats(body, r);
+    case SROCE_OP_STATS: return op_stats(c, body, r);
     default: return -EOPNOTSUPP;
   }
 }
@@ -425,10 +428,10 @@ int Service::op_query_gid(std::span<const std::byte> body, Reply& r) {
   return 0;
 }
 
-int Service::op_stats(std::span<const std::byte> body, Reply& r) {
+int Service::op_stats(Context& c, std::span<const std::byte> body, Reply& r) {
   uint32_t what = 0;
   if (body.size() >= sizeof what) memcpy(&what, body.data(), sizeof what);
-  std::string json = env_.stats_json ? env_.stats_json(what) : "{}";
+  std::string json = env_.stats_json ? env_.stats_json(what, c.uid) : "{}";
   if (json.size() <= SROCE_MAX_MSG - sizeof(sroce_msg_hdr)) {
     memcpy(r.body, json.data(), json.size());
     r.len = json.size();

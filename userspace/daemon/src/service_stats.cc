@@ -1,4 +1,6 @@
 // JSON views of the service for SROCE_OP_STATS (`sroce status|qps`).
+#include <unistd.h>
+
 #include <array>
 
 #include <nlohmann/json.hpp>
@@ -18,10 +20,33 @@ const char* qp_type_name(uint8_t t) {
 }
 }  // namespace
 
-std::string Service::contexts_json() const {
+// docs/security.md, "The wire": a caller other than root (or the daemon's
+// own uid) sees only its own contexts, their QPs and objects: no other
+// user's QPNs, PSNs or pids.
+bool Service::sees_all(uid_t viewer) const { return viewer == 0 || viewer == geteuid(); }
+
+ObjectCounts Service::object_counts(uid_t viewer) const {
+  if (sees_all(viewer)) return object_counts();
+  ObjectCounts n;
+  for (const auto& [id, c] : contexts_) {
+    if (c->kernel || c->uid != viewer) continue;
+    n.pds += c->pds.size();
+    n.mrs += c->mrs.size();
+    n.cqs += c->cqs.size();
+    n.qps += c->qps.size();
+    n.srqs += c->srqs.size();
+    n.ahs += c->ahs.size();
+    n.channels += c->channels.size();
+  }
+  return n;
+}
+
+std::string Service::contexts_json(uid_t viewer) const {
   nlohmann::json a = nlohmann::json::array();
+  const bool all = sees_all(viewer);
   for (const auto& [id, c] : contexts_) {
     if (c->refused || !c->hello) continue;  // a connection that only asks for stats is no context
+    if (!all && (c->kernel || c->uid != viewer)) continue;
     a.push_back({{"id", id},
                  {"pid", c->pid},
                  {"uid", c->uid},
@@ -38,9 +63,11 @@ std::string Service::contexts_json() const {
   return a.dump();
 }
 
-std::string Service::qps_json() const {
+std::string Service::qps_json(uid_t viewer) const {
   nlohmann::json a = nlohmann::json::array();
+  const bool all = sees_all(viewer);
   for (const auto& [id, c] : contexts_) {
+    if (!all && (c->kernel || c->uid != viewer)) continue;
     for (const auto& [qpn, q] : c->qps) {
       nlohmann::json j = {{"context", id},
                           {"pid", c->pid},

@@ -63,6 +63,9 @@ const char* to_string(RxDropReason r) {
       "access",
       "invalid",
       "bad_int",
+      "wrong_peer",
+      "wrong_local",
+      "wrong_port",
   };
   static_assert(std::size(kNames) == kRxDropCount);
   const auto i = static_cast<size_t>(r);

@@ -92,6 +92,7 @@ class Engine::Impl {
   uint32_t qp_slot(Qpn qpn) const;
   eng::Mr* mr_by_lkey(uint32_t lkey);
   eng::Mr* mr_by_rkey(uint32_t rkey);
+  uint32_t key_bits();  // the random part of a new key (objects.cc)
 
   // completions and events (objects.cc)
   void cq_push(uint32_t cq, const Wc& wc, bool solicited);

@@ -49,7 +49,7 @@ Result<MwKeys> Engine::Impl::alloc_mw(Handle pd, uint8_t type) {
     return err(ENOMEM, "alloc_mw: all " + std::to_string(cfg_.max_mrs) + " MRs/MWs in use");
   Mr& mw = mrs_[s];
   const uint32_t id = mrs_.id(s);
-  const uint64_t k = mix64(key_seed_ ^ ++key_counter_);
+  const uint32_t k = key_bits();
   mw.kind = type;
   mw.rkey = (perm_rkey_.fwd(id) << 8) | static_cast<uint32_t>(k & 0xff);
   mw.pd = p;

@@ -67,6 +67,13 @@ Engine::Impl::Impl(const EngineConfig& cfg, MemoryAccess& mem)
   heap_key_.assign(cfg_.max_qps, Time::never());
 }
 
+// Fresh key bits for one registration: the host's RandomSource (getrandom in
+// sroced), else a reproducible stream from the seed (simulator, tests).
+uint32_t Engine::Impl::key_bits() {
+  if (cfg_.random) return cfg_.random->next32();
+  return static_cast<uint32_t>(mix64(key_seed_ ^ ++key_counter_));
+}
+
 // ---------------------------------------------------------------- lookups
 uint32_t Engine::Impl::pd_slot(Handle h) const { return h == kNoHandle ? kNone : pds_.slot_of(h); }
 uint32_t Engine::Impl::cq_slot(Handle h) const { return h == kNoHandle ? kNone : cqs_.slot_of(h); }
@@ -144,7 +151,7 @@ Result<MrKeys> Engine::Impl::reg_mr_host(Handle pd, uint64_t addr, uint64_t leng
   Mr& mr = mrs_[s];
   const uint32_t id = mrs_.id(s);
   // The low byte of a key is a per-registration "key" byte (IBA 10.6).
-  const uint64_t k = mix64(key_seed_ ^ ++key_counter_);
+  const uint32_t k = key_bits();
   mr.lkey = (perm_lkey_.fwd(id) << 8) | static_cast<uint32_t>(k & 0xff);
   mr.rkey = (perm_rkey_.fwd(id) << 8) | static_cast<uint32_t>((k >> 8) & 0xff);
   mr.pd = p;

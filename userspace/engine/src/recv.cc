@@ -31,10 +31,31 @@ bool pkey_match(uint16_t a, uint16_t b) {
   return (a & 0x8000) || (b & 0x8000);
 }
 
+// docs/security.md, "The wire" (Linux rxe's check_addr, IBA 9.6.1.1): a
+// connected QP (RC, UC) takes packets only from its remote: the source IP
+// must be the QP's dgid and the destination the local GID it sends from, so
+// a third host cannot complete or kill the QP's work requests with forged
+// ACKs/NAKs, nor write into it. The UDP source port is entropy (Annex
+// A17.2.2) and is not checked for a plain peer; a sroce peer (it offered
+// lossy mode, or the packet carries a lossy trailer) always sends from
+// 0xc000..0xffff (docs/lossy.md, "Lanes"). 0 = accepted. UD is datagram
+// service: any source with the Q_Key.
+constexpr uint16_t kSrocePortBase = 0xc000;
+
+RxDropReason peer_check(const Engine::Impl& e, const Qp& qp, const PacketMeta& m, bool ext) {
+  if (qp.is_ud()) return RxDropReason{0};
+  const AhAttr& av = qp.attr.ah_attr;
+  if (!(m.src == av.dgid)) return kRxDropWrongPeer;
+  if (av.sgid_index >= e.gids_.size() || !(m.dst == e.gids_[av.sgid_index])) return kRxDropWrongLocal;
+  if ((ext || qp.lossy.peer_cap) && m.src_port < kSrocePortBase) return kRxDropWrongPort;
+  return RxDropReason{0};
+}
+
 // DCP-style trimmed packet: only the BTH is read (no ICRC: the switch cut
 // it). A trimmed request on a lossy QP asks for exactly its PSN again.
 template <typename Drop>
-void on_trimmed(Engine::Impl& e, const uint8_t* buf, size_t len, Time now, Drop& drop) {
+void on_trimmed(Engine::Impl& e, const uint8_t* buf, size_t len, const PacketMeta& meta, Time now,
+                Drop& drop) {
   if (len < SROCE_BTH_LEN) return drop(kRxDropParseShort, nullptr);
   sroce_bth bth;
   sroce_bth_read(buf, &bth);
@@ -44,6 +65,9 @@ void on_trimmed(Engine::Impl& e, const uint8_t* buf, size_t len, Time now, Drop&
     return drop(kRxDropUnknownQp, nullptr);
   }
   Qp& qp = e.qps_[s];
+  if (qp.state == QpState::kReset || qp.state == QpState::kInit || qp.state == QpState::kErr)
+    return drop(kRxDropQpState, &qp);
+  if (const RxDropReason r = peer_check(e, qp, meta, false)) return drop(r, &qp);
   const struct sroce_opinfo* op = sroce_opinfo(bth.opcode);
   const uint8_t op5 = bth.opcode & 0x1f;
   if (qp.is_rc() && qp.lossy.tx && op && op5 >= SROCE_OP_READ_RESP_FIRST &&
@@ -85,7 +109,7 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
 
   // A trimmed packet (DCP): its payload and ICRC are gone; only the BTH is
   // trusted enough to name the QP and the PSN to ask for again.
-  if (meta.trimmed) return on_trimmed(*this, buf, len, now, drop);
+  if (meta.trimmed) return on_trimmed(*this, buf, len, meta, now, drop);
 
   // docs/wire.md, INT echo: the IECHO bit says an echo trailer sits right
   // before the ICRC (after the lossy trailer).
@@ -119,6 +143,10 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
   }
   // Annex A17.9.3: a CNP goes to congestion control (congestion.h).
   if ((pkt.bth.opcode & SROCE_TRANSPORT_MASK) == SROCE_TRANSPORT_CNP) {
+    // A forged CNP from a third host would slow the QP down: its peer only.
+    if (const uint32_t cs = qp_slot(pkt.bth.dqpn); cs != kNone) {
+      if (const RxDropReason r = peer_check(*this, qps_[cs], meta, false)) return drop(r, &qps_[cs]);
+    }
     if (cc_on_cnp(*this, pkt, now)) return;
     return drop(kRxDropCnp, nullptr);
   }
@@ -135,6 +163,8 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
   // IBA 10.3: only RTR and later states receive; ERR and RESET/INIT drop.
   if (qp.state == QpState::kReset || qp.state == QpState::kInit || qp.state == QpState::kErr)
     return drop(kRxDropQpState, &qp);
+  // Before anything the packet could change (negotiation, PSNs, completions).
+  if (const RxDropReason r = peer_check(*this, qp, meta, ext)) return drop(r, &qp);
   // IBA 10.2 (Q_Keys): a UD packet must carry the QP's Q_Key.
   if (qp.is_ud() && pkt.deth.qkey != qp.attr.qkey) return drop(kRxDropBadQkey, &qp);
 

@@ -38,6 +38,17 @@ class MemoryAccess {
   virtual bool write(uint64_t addr, std::span<const std::byte> in) = 0;
 };
 
+// Where the random part of every L_Key, R_Key and memory window key comes
+// from (docs/security.md, "Keys"). The daemon gives one backed by
+// getrandom(2), so a key cannot be predicted from keys seen before; without
+// one (the simulator, unit tests) the bytes derive from EngineConfig::seed,
+// reproducibly. Called on the control path only (reg_mr, alloc_mw).
+class RandomSource {
+ public:
+  virtual ~RandomSource() = default;
+  virtual uint32_t next32() = 0;
+};
+
 // Addressing of one RoCEv2 packet, in or out.
 struct PacketMeta {
   Gid src;                // source IP as GID (IPv4-mapped for IPv4)
@@ -149,7 +160,9 @@ struct EngineConfig {
   uint32_t max_inline_data = 256;
   uint32_t max_rd_atomic = 16;  // outstanding READ/atomic per QP
   uint32_t max_msg_size = 1u << 31;
-  uint64_t seed = 1;  // keys and QPNs derive from it (not guessable, reproducible)
+  uint64_t seed = 1;  // QPNs and the key index permutation derive from it (reproducible)
+  // Key bytes (docs/security.md, "Keys"): from here when set, else from `seed`.
+  RandomSource* random = nullptr;
   // Active MTU of the port: upper bound of a QP's path MTU and of a UD message.
   Mtu port_mtu = Mtu::k4096;
   // Compatible-mode responder: ACK at least every `ack_every` request packets
@@ -188,7 +201,13 @@ enum RxDropReason : uint8_t {
   kRxDropAccess = 19,              // UC: R_Key/access violation (RC NAKs instead)
   kRxDropInvalid = 20,             // UC: invalid request (RC NAKs instead)
   kRxDropBadInt = 21,              // malformed INT shim or INT echo (proto/int.h)
-  kRxDropCount = 22,
+  // RC/UC: the packet does not come from the QP's connected peer (docs/security.md, "The wire";
+  // Linux rxe's check_addr): source IP is not the QP's dgid, destination IP not its sgid, or
+  // (a peer that negotiated lossy mode) a UDP source port outside 49152..65535.
+  kRxDropWrongPeer = 22,
+  kRxDropWrongLocal = 23,
+  kRxDropWrongPort = 24,
+  kRxDropCount = 25,
 };
 const char* to_string(RxDropReason r);
 
