@@ -1,0 +1,235 @@
+// The hostile client (docs/security.md, "The hostile client"): an unprivileged
+// local user who speaks sroced's ABI with malice, against a live sroced that
+// also serves a victim of another uid.
+//
+//   sroce_hostile                      the test (root): daemon, victim, attacker, verdict
+//   sroce_hostile --attack SOCKET ...  the attacker (run by the test through setpriv
+//                                      --reuid/--regid --clear-groups as a second uid)
+//
+// The attacker sends malformed control messages (truncated, oversized, bad op codes,
+// bodies of every wrong size, the victim's handles) and malformed ring contents
+// (huge SGE counts, the victim's lkey and rkey, addresses whose length wraps
+// uint64, garbage producer indices, oversized inline data) and checks that each
+// gets a clear error or an error completion. The test then checks that the
+// daemon still runs and serves, that the victim's memory holds its bytes and
+// that the victim's own RDMA WRITE still lands byte for byte. Prints PASS/FAIL
+// lines and "RESULT hostile: N passed, M failed"; exits 1 on any failure, 77 when
+// not root (no second uid to make).
+#include <infiniband/verbs.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "abi_client.h"
+#include "hostile.h"
+
+using namespace sroce::test;
+
+namespace sroce::hostile {
+
+int passed = 0, failed = 0;
+
+bool expect(bool ok, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s ", ok ? "PASS" : "FAIL");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  fflush(stdout);
+  ++(ok ? passed : failed);
+  return ok;
+}
+
+sroce_qp_attr init_attr() {
+  sroce_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  return a;
+}
+
+int connect_qp(AbiClient& c, uint32_t qpn, uint32_t dest) {
+  constexpr uint32_t kInit = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+  constexpr uint32_t kRtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  constexpr uint32_t kRts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+  if (int rc = c.modify_qp(qpn, init_attr(), kInit)) return rc;
+  sroce_qp_attr r{};
+  r.qp_state = IBV_QPS_RTR;
+  r.path_mtu = IBV_MTU_1024;
+  r.dest_qp_num = dest;
+  r.rq_psn = 100;
+  r.max_dest_rd_atomic = 1;
+  r.min_rnr_timer = 1;
+  r.ah_attr.dgid[10] = 0xff;
+  r.ah_attr.dgid[11] = 0xff;
+  r.ah_attr.dgid[12] = 127;
+  r.ah_attr.dgid[15] = 1;
+  r.ah_attr.hop_limit = 64;
+  r.ah_attr.is_global = 1;
+  r.ah_attr.port_num = 1;
+  if (int rc = c.modify_qp(qpn, r, kRtr)) return rc;
+  sroce_qp_attr s{};
+  s.qp_state = IBV_QPS_RTS;
+  s.sq_psn = 100;
+  s.timeout = 10;
+  s.retry_cnt = 2;
+  s.rnr_retry = 2;
+  s.max_rd_atomic = 1;
+  return c.modify_qp(qpn, s, kRts);
+}
+
+int Peer::open(const std::string& socket, size_t bytes, uint8_t fill) {
+  buf.assign(bytes, fill);
+  if (int rc = c.connect(socket)) return rc;
+  if (int rc = c.hello()) return rc;
+  if (int rc = c.alloc_pd(&pd)) return rc;
+  if (int rc = c.reg_mr(pd, buf.data(), buf.size(),
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr))
+    return rc;
+  return c.create_cq(256, 0, &cq);
+}
+
+int Peer::pair(ClientQp& a, ClientQp& b) {
+  if (int rc = c.create_qp(pd, cq.handle, cq.handle, IBV_QPT_RC, 32, &a)) return rc;
+  if (int rc = c.create_qp(pd, cq.handle, cq.handle, IBV_QPT_RC, 32, &b)) return rc;
+  if (int rc = connect_qp(c, a.qpn, b.qpn)) return rc;
+  return connect_qp(c, b.qpn, a.qpn);
+}
+
+void Peer::post_raw(ClientQp& qp, const sroce_send_wqe& w, const void* tail, size_t tail_len) {
+  uint32_t p = qp.sq.prod();
+  std::byte* s = qp.sq.slot(p);
+  size_t room = qp.sq.entry_size() - sizeof w;
+  memcpy(s, &w, sizeof w);
+  memset(s + sizeof w, 0, room);
+  if (tail_len) memcpy(s + sizeof w, tail, std::min(tail_len, room));
+  qp.sq.set_prod(p + 1);
+  doorbell();
+}
+
+void Peer::doorbell() {
+  uint64_t one = 1;
+  (void)!write(c.doorbell_fd(), &one, sizeof one);
+}
+
+}  // namespace sroce::hostile
+
+using namespace sroce::hostile;
+
+namespace {
+
+// The test: a daemon, a victim (root), the attacker as a second uid, the verdict.
+int run_test(const char* self) {
+  if (geteuid() != 0) {
+    printf("SKIP hostile: needs root (a second uid, setpriv)\n");
+    return 77;
+  }
+  if (access("/usr/bin/setpriv", X_OK) != 0) {
+    printf("SKIP hostile: setpriv (util-linux) not installed\n");
+    return 77;
+  }
+  const unsigned uid = 60000 + static_cast<unsigned>(getpid()) % 5000;
+  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(21000 + getpid() % 11000), "--set",
+                   "control.socket_mode=0o666", "--set", "control.allow_uids=[" + std::to_string(uid) + "]"});
+  if (!expect(d.ok(), "sroced started (socket %s)", d.socket().c_str())) return 1;
+
+  // The victim: a context of root with 64 KiB of known bytes, a connected QP pair.
+  Peer v;
+  ClientQp va, vb;
+  bool vok = v.open(d.socket(), 1 << 16, 0x5A) == 0 && v.pair(va, vb) == 0;
+  if (!expect(vok, "victim (uid 0): context, PD, MR, CQ, connected RC QPs")) return 1;
+
+  // The attacker, a second uid with no groups.
+  char arg[512];
+  snprintf(arg, sizeof arg, "%u %u %u %" PRIu64 " %u %u %u", v.pd, v.mr.lkey, v.mr.rkey,
+           static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v.buf.data())), va.qpn, v.cq.handle,
+           static_cast<unsigned>(v.buf.size()));
+  std::string u = std::to_string(uid);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/usr/bin/setpriv", "setpriv", ("--reuid=" + u).c_str(), ("--regid=" + u).c_str(), "--clear-groups",
+          self, "--attack", d.socket().c_str(), arg, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "attacker (uid %u) ran: every attack failed (exit %d)", uid,
+         WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+
+  // The verdict.
+  expect(kill(d.pid(), 0) == 0, "sroced is still running");
+  size_t bad = 0;
+  for (char ch : v.buf) bad += static_cast<unsigned char>(ch) != 0x5A;
+  expect(bad == 0, "the victim's memory is untouched (%zu of %zu bytes differ)", bad, v.buf.size());
+  // The victim's own transfer still works: RDMA WRITE of the first half onto the second.
+  for (size_t i = 0; i < 4096; ++i) v.buf[i] = static_cast<char>(i * 7 + 3);
+  sroce_send_wqe w{};
+  w.wr_id = 4242;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.num_sge = 1;
+  w.remote_addr = reinterpret_cast<uintptr_t>(v.buf.data()) + 32768;
+  w.rkey = v.mr.rkey;
+  sroce_sge sge{reinterpret_cast<uintptr_t>(v.buf.data()), 4096, v.mr.lkey};
+  v.post_raw(va, w, &sge, sizeof sge);
+  auto done = v.c.wait_cqes(v.cq, 1, 10000);
+  bool wrote = done.size() == 1 && done[0].wr_id == 4242 && done[0].status == IBV_WC_SUCCESS &&
+               memcmp(v.buf.data(), v.buf.data() + 32768, 4096) == 0;
+  expect(wrote, "the victim's RDMA WRITE completes and its bytes compare equal (%zu completions, status %d)",
+         done.size(), done.empty() ? -1 : done[0].status);
+  AbiClient fresh;
+  uint32_t pd = 0;
+  expect(fresh.connect(d.socket()) == 0 && fresh.hello() == 0 && fresh.alloc_pd(&pd) == 0,
+         "a new context is served");
+  std::string s = fresh.stats();
+  auto j = nlohmann::json::parse(s, nullptr, false);
+  if (!j.is_discarded() && j.contains("service")) {
+    auto svc = j["service"];
+    expect(svc.value("ctl_garbage", 0) >= kGarbageSent, "malformed messages were dropped and counted (%d >= %d)",
+           svc.value("ctl_garbage", 0), kGarbageSent);
+    expect(svc.value("ring_bad_wqes", 0) >= 1, "malformed ring entries were counted (%d)",
+           svc.value("ring_bad_wqes", 0));
+  } else {
+    expect(false, "STATS answered JSON");
+  }
+  expect(d.stop() == 0, "sroced exits cleanly on SIGTERM");
+  printf("RESULT hostile: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  signal(SIGPIPE, SIG_IGN);
+  if (argc >= 2 && strcmp(argv[1], "--attack") == 0) {
+    if (argc < 4) return 2;
+    Victim v{};
+    unsigned long long addr = 0;
+    if (sscanf(argv[3], "%u %u %u %llu %u %u %u", &v.pd, &v.lkey, &v.rkey, &addr, &v.qpn, &v.cq, &v.len) != 7)
+      return 2;
+    v.addr = addr;
+    return attack(argv[2], v);
+  }
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 1;
+  self[n] = 0;
+  return run_test(self);
+}
