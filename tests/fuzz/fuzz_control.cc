@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -73,7 +74,8 @@ World* world() {
 // The key of the newest socket context (watched with kKeySocket).
 bool context_key(World& w, uint64_t& key) {
   for (auto& [fd, k] : w.keys)
-    if ((k >> 32) == Service::kKeySocket && static_cast<uint32_t>(k) >= static_cast<uint32_t>(key)) key = k;
+    if ((k >> 32) == Service::kKeySocket && static_cast<uint32_t>(k) >= static_cast<uint32_t>(key))
+      key = k;
   return key != 0;
 }
 
@@ -137,7 +139,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t at = 0;
   bool alive = true;
   for (int n = 0; n < 32 && at + 3 <= size && alive; ++n) {
-    size_t len = std::min<size_t>(data[at] | (size_t{data[at + 1]} << 8), SROCE_MAX_MSG - sizeof(sroce_msg_hdr));
+    size_t len = std::min<size_t>(data[at] | (size_t{data[at + 1]} << 8),
+                                  SROCE_MAX_MSG - sizeof(sroce_msg_hdr));
     uint8_t flags = data[at + 2];
     at += 3;
     len = std::min(len, size - at);
@@ -151,8 +154,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (send(fd, msg, sizeof h + sizeof hb, MSG_NOSIGNAL) > 0) pending[h.seq] = h.op;
     }
     if (flags & 1) {
-      uint16_t op = len ? static_cast<uint16_t>(SROCE_OP_HELLO + data[at] % (SROCE_OP_COUNT - SROCE_OP_HELLO))
-                        : uint16_t{SROCE_OP_QUERY_DEVICE};
+      uint16_t op =
+          len ? static_cast<uint16_t>(SROCE_OP_HELLO + data[at] % (SROCE_OP_COUNT - SROCE_OP_HELLO))
+              : uint16_t{SROCE_OP_QUERY_DEVICE};
       size_t body = len ? len - 1 : 0;
       sroce_msg_hdr h{SROCE_ABI_MAGIC, op, static_cast<uint16_t>(body), ++seq, 0, 0};
       memcpy(msg, &h, sizeof h);

@@ -17,6 +17,7 @@
 //  - a receive completes only on a QP in RTR, RTS or SQD (at setup), with
 //    byte_len within the buffer posted;
 //  - completions name QPs of this engine.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -51,7 +52,8 @@ class GuardedMemory : public MemoryAccess {
   }
   bool write(uint64_t addr, std::span<const std::byte> in) override {
     // The engine checked an lkey or rkey before writing: only the MR may change.
-    FUZZ_CHECK(addr >= kBase + kMrOff && in.size() <= kMrLen && addr - kBase - kMrOff <= kMrLen - in.size());
+    FUZZ_CHECK(addr >= kBase + kMrOff && in.size() <= kMrLen &&
+               addr - kBase - kMrOff <= kMrLen - in.size());
     if (!in.empty()) memcpy(&buf_[addr - kBase], in.data(), in.size());
     return true;
   }
@@ -208,8 +210,9 @@ std::unique_ptr<Rig> make_rig(bool lossy) {
   r->eng = std::make_unique<Engine>(cfg, r->mem);
   r->pd = *r->eng->alloc_pd();
   r->cq = *r->eng->create_cq(4096);
-  auto k = r->eng->reg_mr(r->pd, kBase + kMrOff, kMrLen,
-                          kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
+  auto k = r->eng->reg_mr(
+      r->pd, kBase + kMrOff, kMrLen,
+      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic);
   FUZZ_CHECK(k.ok());
   r->mr = *k;
   AhAttr ah;
@@ -239,7 +242,8 @@ std::unique_ptr<Rig> make_rig(bool lossy) {
       }
       if (want == QpState::kRtr || want == QpState::kRts || want == QpState::kSqd)
         ok = ok && modify(*r, f.qpn, t, QpState::kRtr, dest);
-      if (want == QpState::kRts || want == QpState::kSqd) ok = ok && modify(*r, f.qpn, t, QpState::kRts, dest);
+      if (want == QpState::kRts || want == QpState::kSqd)
+        ok = ok && modify(*r, f.qpn, t, QpState::kRts, dest);
       if (want == QpState::kRts || want == QpState::kSqd) post_requests(*r, f);
       if (want == QpState::kSqd) ok = ok && modify(*r, f.qpn, t, QpState::kSqd, dest);
       if (want == QpState::kErr) ok = ok && modify(*r, f.qpn, t, QpState::kErr, dest);
@@ -257,12 +261,15 @@ std::unique_ptr<Rig> make_rig(bool lossy) {
   return r;
 }
 
-void patch(Rig& r, const FuzzQp& q, uint8_t flags, std::vector<uint8_t>& p, const PacketMeta& meta) {
+void patch(Rig& r, const FuzzQp& q, uint8_t flags, std::vector<uint8_t>& p,
+           const PacketMeta& meta) {
   if (p.size() < SROCE_BTH_LEN) return;
   if (flags & 1) sroce_put_be24(&p[5], q.qpn);
   const sroce_opinfo* oi = sroce_opinfo(p[0]);
-  if ((flags & 8) && oi && (oi->flags & (SROCE_HAS_RETH | SROCE_HAS_ATMETH)) && p.size() >= SROCE_BTH_LEN + 12) {
-    sroce_put_be64(&p[SROCE_BTH_LEN], kBase + kMrOff + (sroce_get_be64(&p[SROCE_BTH_LEN]) & 0x7fff));
+  if ((flags & 8) && oi && (oi->flags & (SROCE_HAS_RETH | SROCE_HAS_ATMETH)) &&
+      p.size() >= SROCE_BTH_LEN + 12) {
+    sroce_put_be64(&p[SROCE_BTH_LEN],
+                   kBase + kMrOff + (sroce_get_be64(&p[SROCE_BTH_LEN]) & 0x7fff));
     sroce_put_be32(&p[SROCE_BTH_LEN + 8], r.mr.rkey);
   }
   if ((flags & 16) && oi && (oi->flags & SROCE_HAS_DETH) && p.size() >= SROCE_BTH_LEN + 8)

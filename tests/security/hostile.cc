@@ -15,6 +15,8 @@
 // that the victim's own RDMA WRITE still lands byte for byte. Prints PASS/FAIL
 // lines and "RESULT hostile: N passed, M failed"; exits 1 on any failure, 77 when
 // not root (no second uid to make).
+#include "hostile.h"
+
 #include <infiniband/verbs.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -27,13 +29,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "abi_client.h"
-#include "hostile.h"
+#include "harness.h"
 
 using namespace sroce::test;
 
@@ -57,14 +58,15 @@ sroce_qp_attr init_attr() {
   sroce_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                      IBV_ACCESS_REMOTE_ATOMIC;
   return a;
 }
 
 int connect_qp(AbiClient& c, uint32_t qpn, uint32_t dest) {
   constexpr uint32_t kInit = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-  constexpr uint32_t kRtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  constexpr uint32_t kRtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   constexpr uint32_t kRts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                             IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
   if (int rc = c.modify_qp(qpn, init_attr(), kInit)) return rc;
@@ -98,9 +100,10 @@ int Peer::open(const std::string& socket, size_t bytes, uint8_t fill) {
   if (int rc = c.connect(socket)) return rc;
   if (int rc = c.hello()) return rc;
   if (int rc = c.alloc_pd(&pd)) return rc;
-  if (int rc = c.reg_mr(pd, buf.data(), buf.size(),
-                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr))
-    return rc;
+  // Every right, so the attacks fail on ownership alone.
+  constexpr uint32_t kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  if (int rc = c.reg_mr(pd, buf.data(), buf.size(), kAll, &mr)) return rc;
   return c.create_cq(256, 0, &cq);
 }
 
@@ -144,8 +147,9 @@ int run_test(const char* self) {
     return 77;
   }
   const unsigned uid = 60000 + static_cast<unsigned>(getpid()) % 5000;
-  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(21000 + getpid() % 11000), "--set",
-                   "control.socket_mode=0o666", "--set", "control.allow_uids=[" + std::to_string(uid) + "]"});
+  DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(21000 + getpid() % 11000),
+                   "--set", "control.socket_mode=0o666", "--set",
+                   "control.allow_uids=[" + std::to_string(uid) + "]"});
   if (!expect(d.ok(), "sroced started (socket %s)", d.socket().c_str())) return 1;
 
   // The victim: a context of root with 64 KiB of known bytes, a connected QP pair.
@@ -163,13 +167,14 @@ int run_test(const char* self) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
-    execl("/usr/bin/setpriv", "setpriv", ("--reuid=" + u).c_str(), ("--regid=" + u).c_str(), "--clear-groups",
-          self, "--attack", d.socket().c_str(), arg, static_cast<char*>(nullptr));
+    execl("/usr/bin/setpriv", "setpriv", ("--reuid=" + u).c_str(), ("--regid=" + u).c_str(),
+          "--clear-groups", self, "--attack", d.socket().c_str(), arg, static_cast<char*>(nullptr));
     _exit(127);
   }
   int st = 0;
   waitpid(pid, &st, 0);
-  expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "attacker (uid %u) ran: every attack failed (exit %d)", uid,
+  expect(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+         "attacker (uid %u) ran: every attack failed (exit %d)", uid,
          WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 
   // The verdict.
@@ -191,8 +196,10 @@ int run_test(const char* self) {
   auto done = v.c.wait_cqes(v.cq, 1, 10000);
   bool wrote = done.size() == 1 && done[0].wr_id == 4242 && done[0].status == IBV_WC_SUCCESS &&
                memcmp(v.buf.data(), v.buf.data() + 32768, 4096) == 0;
-  expect(wrote, "the victim's RDMA WRITE completes and its bytes compare equal (%zu completions, status %d)",
-         done.size(), done.empty() ? -1 : done[0].status);
+  expect(
+      wrote,
+      "the victim's RDMA WRITE completes and its bytes compare equal (%zu completions, status %d)",
+      done.size(), done.empty() ? -1 : done[0].status);
   AbiClient fresh;
   uint32_t pd = 0;
   expect(fresh.connect(d.socket()) == 0 && fresh.hello() == 0 && fresh.alloc_pd(&pd) == 0,
@@ -201,8 +208,9 @@ int run_test(const char* self) {
   auto j = nlohmann::json::parse(s, nullptr, false);
   if (!j.is_discarded() && j.contains("service")) {
     auto svc = j["service"];
-    expect(svc.value("ctl_garbage", 0) >= kGarbageSent, "malformed messages were dropped and counted (%d >= %d)",
-           svc.value("ctl_garbage", 0), kGarbageSent);
+    expect(svc.value("ctl_garbage", 0) >= kGarbageSent,
+           "malformed messages were dropped and counted (%d >= %d)", svc.value("ctl_garbage", 0),
+           kGarbageSent);
     expect(svc.value("ring_bad_wqes", 0) >= 1, "malformed ring entries were counted (%d)",
            svc.value("ring_bad_wqes", 0));
   } else {
@@ -222,7 +230,8 @@ int main(int argc, char** argv) {
     if (argc < 4) return 2;
     Victim v{};
     unsigned long long addr = 0;
-    if (sscanf(argv[3], "%u %u %u %llu %u %u %u", &v.pd, &v.lkey, &v.rkey, &addr, &v.qpn, &v.cq, &v.len) != 7)
+    if (sscanf(argv[3], "%u %u %u %llu %u %u %u", &v.pd, &v.lkey, &v.rkey, &addr, &v.qpn, &v.cq,
+               &v.len) != 7)
       return 2;
     v.addr = addr;
     return attack(argv[2], v);

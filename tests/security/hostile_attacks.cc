@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "hostile.h"
@@ -20,6 +21,27 @@ namespace sroce::hostile {
 namespace {
 
 const char* err_name(int rc) { return rc == 0 ? "success" : strerror(-rc); }
+
+// A completion's status as ibv_wc_status_str would print it (without linking libibverbs).
+std::string wc_status(int s) {
+  static const char* names[] = {"success",
+                                "local length error",
+                                "local QP operation error",
+                                "local EE context operation error",
+                                "local protection error",
+                                "Work Request Flushed Error",
+                                "memory management operation error",
+                                "bad response error",
+                                "local access error",
+                                "remote invalid request error",
+                                "remote access error",
+                                "remote operation error",
+                                "transport retry counter exceeded",
+                                "RNR retry counter exceeded"};
+  if (s >= 0 && s < static_cast<int>(sizeof names / sizeof names[0]))
+    return std::string(names[s]) + " (" + std::to_string(s) + ")";
+  return "status " + std::to_string(s);
+}
 
 // A reply came (not a local timeout or a hang-up) and it is an error.
 bool refused(int rc) { return rc < 0 && rc != -ETIMEDOUT && rc != -EIO; }
@@ -38,7 +60,7 @@ void garbage(const std::string& socket) {
   int sent = 0;
   auto raw = [&](const void* p, size_t n) { sent += g.send_raw(p, n) ? 1 : 0; };
   raw("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a", 10);  // shorter than a header
-  raw(&h, sizeof h - 1);                                 // one byte short
+  raw(&h, sizeof h - 1);                                // one byte short
   h.len = 50;
   raw(&h, sizeof h);  // says 50 body bytes, has none
   h.len = 0xffff;
@@ -55,11 +77,13 @@ void garbage(const std::string& socket) {
   h.op = SROCE_OP_ALLOC_PD;
   h.magic = 0x12345678;
   raw(&h, sizeof h);  // wrong magic
-  expect(sent == kGarbageSent, "%d malformed messages sent (truncated, oversized, bad op codes, bad magic)", sent);
+  expect(sent == kGarbageSent,
+         "%d malformed messages sent (truncated, oversized, bad op codes, bad magic)", sent);
   // Before HELLO only HELLO and STATS are served: the same connection gets a clear error.
   uint32_t pd = 0;
   int rc = g.alloc_pd(&pd);
-  expect(rc == -EPROTO, "after the garbage, ALLOC_PD before HELLO: %s (EPROTO expected)", err_name(rc));
+  expect(rc == -EPROTO, "after the garbage, ALLOC_PD before HELLO: %s (EPROTO expected)",
+         err_name(rc));
 }
 
 void hello_faults(AbiClient& c) {
@@ -75,12 +99,14 @@ void hello_faults(AbiClient& c) {
 // Every op that takes a body, with bodies of every wrong size and of garbage.
 void bodies(AbiClient& c) {
   static const uint16_t ops[] = {
-      SROCE_OP_QUERY_PORT,    SROCE_OP_QUERY_GID,   SROCE_OP_DEALLOC_PD,   SROCE_OP_REG_MR,
-      SROCE_OP_DEREG_MR,      SROCE_OP_CREATE_CQ,   SROCE_OP_DESTROY_CQ,   SROCE_OP_CREATE_QP,
-      SROCE_OP_MODIFY_QP,     SROCE_OP_QUERY_QP,    SROCE_OP_DESTROY_QP,   SROCE_OP_CREATE_SRQ,
-      SROCE_OP_MODIFY_SRQ,    SROCE_OP_QUERY_SRQ,   SROCE_OP_DESTROY_SRQ,  SROCE_OP_CREATE_AH,
-      SROCE_OP_DESTROY_AH,    SROCE_OP_DESTROY_COMP_CHANNEL,               SROCE_OP_REREG_MR,
-      SROCE_OP_RESIZE_CQ,     SROCE_OP_ALLOC_MW,    SROCE_OP_DEALLOC_MW,
+      SROCE_OP_QUERY_PORT, SROCE_OP_QUERY_GID,  SROCE_OP_DEALLOC_PD,
+      SROCE_OP_REG_MR,     SROCE_OP_DEREG_MR,   SROCE_OP_CREATE_CQ,
+      SROCE_OP_DESTROY_CQ, SROCE_OP_CREATE_QP,  SROCE_OP_MODIFY_QP,
+      SROCE_OP_QUERY_QP,   SROCE_OP_DESTROY_QP, SROCE_OP_CREATE_SRQ,
+      SROCE_OP_MODIFY_SRQ, SROCE_OP_QUERY_SRQ,  SROCE_OP_DESTROY_SRQ,
+      SROCE_OP_CREATE_AH,  SROCE_OP_DESTROY_AH, SROCE_OP_DESTROY_COMP_CHANNEL,
+      SROCE_OP_REREG_MR,   SROCE_OP_RESIZE_CQ,  SROCE_OP_ALLOC_MW,
+      SROCE_OP_DEALLOC_MW,
   };
   std::vector<unsigned char> junk(SROCE_MAX_MSG - sizeof(sroce_msg_hdr), 0xff);
   int wrong = 0, total = 0;
@@ -94,8 +120,10 @@ void bodies(AbiClient& c) {
       }
     }
   }
-  expect(wrong == 0, "%d requests with empty, short and 0xff-filled bodies: each refused with an errno (%d not)",
-         total, wrong);
+  expect(
+      wrong == 0,
+      "%d requests with empty, short and 0xff-filled bodies: each refused with an errno (%d not)",
+      total, wrong);
   expect(serves(c), "the daemon still answers this connection");
 }
 
@@ -146,7 +174,8 @@ void foreign(AbiClient& c, const Victim& v) {
 void sizes(Peer& a) {
   AbiClient& c = a.c;
   sroce_reg_mr_resp mr{};
-  int rc = c.reg_mr(a.pd, reinterpret_cast<void*>(0xfffffffffffff000ull), 0x2000, IBV_ACCESS_LOCAL_WRITE, &mr);
+  int rc = c.reg_mr(a.pd, reinterpret_cast<void*>(0xfffffffffffff000ull), 0x2000,
+                    IBV_ACCESS_LOCAL_WRITE, &mr);
   expect(refused(rc), "REG_MR whose end wraps uint64: %s", err_name(rc));
   rc = c.reg_mr(a.pd, a.buf.data(), 0, IBV_ACCESS_LOCAL_WRITE, &mr);
   expect(refused(rc), "REG_MR of length 0: %s", err_name(rc));
@@ -171,8 +200,8 @@ void sizes(Peer& a) {
   for (const auto& cap : caps) {
     q.cap = cap;
     rc = c.call(SROCE_OP_CREATE_QP, &q, sizeof q);
-    expect(refused(rc), "CREATE_QP with cap {%u, %u, %u, %u, inline %u}: %s", cap.max_send_wr, cap.max_recv_wr,
-           cap.max_send_sge, cap.max_recv_sge, cap.max_inline_data, err_name(rc));
+    expect(refused(rc), "CREATE_QP with cap {%u, %u, %u, %u, inline %u}: %s", cap.max_send_wr,
+           cap.max_recv_wr, cap.max_send_sge, cap.max_recv_sge, cap.max_inline_data, err_name(rc));
   }
 }
 
@@ -210,8 +239,7 @@ void send_attack(Peer& a, const char* what, sroce_send_wqe w, const void* tail, 
   sroce_cqe e{};
   bool got = completion(a, w.wr_id, e);
   bool ok = got && e.status != IBV_WC_SUCCESS && (want < 0 || e.status == want);
-  expect(ok, "%s: %s", what,
-         got ? ibv_wc_status_str(static_cast<ibv_wc_status>(e.status)) : "no completion in 10 s");
+  expect(ok, "%s: %s", what, got ? wc_status(e.status).c_str() : "no completion in 10 s");
   a.c.destroy_qp(qa.qpn);
   a.c.destroy_qp(qb.qpn);
 }
@@ -222,7 +250,8 @@ void rings(Peer& a, const Victim& v) {
   send_attack(a, "SEND with num_sge 65535", wqe(101, IBV_WR_SEND, 0xffff), many.data(),
               many.size() * sizeof(sroce_sge), IBV_WC_LOC_QP_OP_ERR);
   sroce_sge s{v.addr, 256, v.lkey};
-  send_attack(a, "SEND from the victim's memory with the victim's lkey", wqe(102, IBV_WR_SEND, 1), &s, sizeof s);
+  send_attack(a, "SEND from the victim's memory with the victim's lkey", wqe(102, IBV_WR_SEND, 1),
+              &s, sizeof s);
   s = sroce_sge{own, 256, a.mr.lkey};
   auto w = wqe(103, IBV_WR_RDMA_WRITE, 1);
   w.remote_addr = v.addr;
@@ -241,7 +270,8 @@ void rings(Peer& a, const Victim& v) {
   s = sroce_sge{0xffffffffffffff00ull, 0x1000, a.mr.lkey};
   send_attack(a, "SEND of an SGE whose end wraps uint64", wqe(106, IBV_WR_SEND, 1), &s, sizeof s);
   s = sroce_sge{own, 0xffffffffu, a.mr.lkey};
-  send_attack(a, "SEND of an SGE of 4 GiB - 1 over a 64 KiB MR", wqe(107, IBV_WR_SEND, 1), &s, sizeof s);
+  send_attack(a, "SEND of an SGE of 4 GiB - 1 over a 64 KiB MR", wqe(107, IBV_WR_SEND, 1), &s,
+              sizeof s);
   s = sroce_sge{own, 4096, a.mr.lkey};
   w = wqe(108, IBV_WR_RDMA_WRITE, 1);
   w.remote_addr = own + 0xffffffffffff8000ull;  // remote_addr + length wraps uint64
@@ -271,7 +301,7 @@ void rings(Peer& a, const Victim& v) {
       sroce_cqe e{};
       bool got = completion(a, 112, e);
       expect(got && e.status != IBV_WC_SUCCESS, "receive WQE with num_sge 2^32 - 1: %s",
-             got ? ibv_wc_status_str(static_cast<ibv_wc_status>(e.status)) : "no completion");
+             got ? wc_status(e.status).c_str() : "no completion");
       a.c.destroy_qp(qa.qpn);
       a.c.destroy_qp(qb.qpn);
     }
@@ -286,8 +316,16 @@ void rings(Peer& a, const Victim& v) {
       a.cq.ring.set_cons(0xdeadbeef);
       qa.sq.set_prod(qa.sq.cons() + 0x80000001u);
       a.doorbell();
-      usleep(300000);
-      expect(serves(a.c), "send ring producer 2^31 ahead over garbage entries, CQ indices garbage: still served");
+      bool resync = false;
+      for (int i = 0; i < 200 && !resync; ++i) {
+        usleep(10000);
+        resync = qa.sq.cons() == qa.sq.prod();
+      }
+      expect(
+          resync && serves(a.c),
+          "send ring producer 2^31 ahead over garbage entries, CQ indices garbage: nothing taken "
+          "(consumer index set to the producer's: %d), still served",
+          resync);
       a.cq.cons = a.cq.ring.prod();
       a.cq.ring.set_cons(a.cq.cons);
       a.c.destroy_qp(qa.qpn);
@@ -311,7 +349,8 @@ int attack(const std::string& socket, const Victim& v) {
   sizes(a);
   rings(a, v);
   size_t victims = std::count(a.buf.begin(), a.buf.end(), static_cast<char>(0x5A));
-  expect(victims == 0, "none of the victim's bytes reached the attacker's memory (%zu bytes of 0x5A)", victims);
+  expect(victims == 0,
+         "none of the victim's bytes reached the attacker's memory (%zu bytes of 0x5A)", victims);
   expect(serves(c), "the daemon still serves the attacker's first connection");
   printf("RESULT attacker: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
