@@ -138,7 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t seq = 1000;
   size_t at = 0;
   bool alive = true;
-  for (int n = 0; n < 32 && at + 3 <= size && alive; ++n) {
+  for (int n = 0; n < 16 && at + 3 <= size && alive; ++n) {
     size_t len = std::min<size_t>(data[at] | (size_t{data[at + 1]} << 8),
                                   SROCE_MAX_MSG - sizeof(sroce_msg_hdr));
     uint8_t flags = data[at + 2];

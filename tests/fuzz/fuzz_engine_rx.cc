@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -81,11 +83,17 @@ struct Rig {
   Time now = Time::zero();
 };
 
+// SROCE_FUZZ_VERBOSE=1: what each input did (run the seeds with -runs=0 to see them work).
+const bool kVerbose = getenv("SROCE_FUZZ_VERBOSE") != nullptr;
+unsigned g_ok = 0, g_err = 0, g_tx = 0;
+
 bool receiving(QpState s) { return s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd; }
 
 void drain_tx(Rig& r) {
-  for (int i = 0; i < 256; ++i)
+  for (int i = 0; i < 256; ++i) {
     if (!r.eng->poll_transmit(r.tx, r.now)) return;
+    ++g_tx;
+  }
 }
 
 const FuzzQp* find(const Rig& r, Qpn q) {
@@ -105,6 +113,7 @@ void check(Rig& r) {
       FUZZ_CHECK(receiving(q->state));
       bool recv = wc[i].opcode == WcOpcode::kRecv || wc[i].opcode == WcOpcode::kRecvRdmaWithImm;
       if (recv && wc[i].status == WcStatus::kSuccess) FUZZ_CHECK(wc[i].byte_len <= kRecvLen);
+      ++(wc[i].status == WcStatus::kSuccess ? g_ok : g_err);
     }
     if (n < 64) break;
   }
@@ -207,6 +216,17 @@ std::unique_ptr<Rig> make_rig(bool lossy) {
   cfg.gids = {&kSelf, 1};
   cfg.seed = 7;
   cfg.lossy.enable = lossy;
+  // Small tables: the engine is built for every input.
+  cfg.max_qps = 32;
+  cfg.max_cqs = 4;
+  cfg.max_mrs = 8;
+  cfg.max_pds = 4;
+  cfg.max_srqs = 4;
+  cfg.max_ahs = 8;
+  cfg.max_cqe = 4096;
+  cfg.max_qp_wr = 64;
+  cfg.max_sge = 4;
+  cfg.max_rd_atomic = 4;
   r->eng = std::make_unique<Engine>(cfg, r->mem);
   r->pd = *r->eng->alloc_pd();
   r->cq = *r->eng->create_cq(4096);
@@ -265,7 +285,7 @@ void patch(Rig& r, const FuzzQp& q, uint8_t flags, std::vector<uint8_t>& p,
            const PacketMeta& meta) {
   if (p.size() < SROCE_BTH_LEN) return;
   if (flags & 1) sroce_put_be24(&p[5], q.qpn);
-  const sroce_opinfo* oi = sroce_opinfo(p[0]);
+  const struct sroce_opinfo* oi = sroce_opinfo(p[0]);
   if ((flags & 8) && oi && (oi->flags & (SROCE_HAS_RETH | SROCE_HAS_ATMETH)) &&
       p.size() >= SROCE_BTH_LEN + 12) {
     sroce_put_be64(&p[SROCE_BTH_LEN],
@@ -290,6 +310,7 @@ void patch(Rig& r, const FuzzQp& q, uint8_t flags, std::vector<uint8_t>& p,
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   auto r = make_rig((data[0] & 1) != 0);
+  g_ok = g_err = g_tx = 0;
   size_t at = 1;
   for (int n = 0; n < 16 && at + 4 <= size; ++n) {
     const FuzzQp& q = r->qps[data[at] % r->qps.size()];
@@ -317,5 +338,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r->eng->on_timer(r->now);
   drain_tx(*r);
   check(*r);
+  if (kVerbose) {
+    const EngineStats& st = r->eng->stats();
+    fprintf(
+        stderr,
+        "engine_rx: %zu bytes: %lu packets, %lu dropped, %u sent, %u completions ok, %u in error\n",
+        size, static_cast<unsigned long>(st.rx_packets), static_cast<unsigned long>(st.rx_dropped),
+        g_tx, g_ok, g_err);
+  }
   return 0;
 }
