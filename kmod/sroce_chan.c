@@ -28,6 +28,7 @@
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -214,6 +215,18 @@ int sroce_call(struct sroce_chan *chan, u32 ctx, u16 op,
 	}
 	call.seq = ++chan->seq;
 	h->seq = call.seq;
+	if (sroce_is_destroy(op) && (current->flags & PF_EXITING)) {
+		/* A dying process's objects (its fatal signal is already
+		 * taken, so a killable wait would sit out the timeout under a
+		 * stopped daemon): queued, not waited for; the daemon drops
+		 * them in order, before the context's CLOSE.
+		 */
+		list_add_tail(&m->node, &chan->outq);
+		chan->outq_len++;
+		spin_unlock(&chan->lock);
+		wake_up_interruptible(&chan->wq);
+		return 0;
+	}
 	m->call = &call;
 	call.msg = m;
 	list_add_tail(&m->node, &chan->outq);
