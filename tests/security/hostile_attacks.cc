@@ -227,128 +227,140 @@ sroce_send_wqe wqe(uint64_t id, uint8_t opcode, uint16_t num_sge) {
   return w;
 }
 
-// One malformed send WQE on a fresh connected pair: an error completion.
-void send_attack(Peer& a, const char* what, sroce_send_wqe w, const void* tail, size_t tail_len,
-                 int want = -1) {
+// One malformed send WQE from `req` to `resp` on a fresh connected pair: an error
+// completion on the requester.
+void send_attack(Peer& req, Peer& resp, const char* what, sroce_send_wqe w, const void* tail,
+                 size_t tail_len, int want = -1) {
   ClientQp qa, qb;
-  if (a.pair(qa, qb) != 0) {
+  if (pair(req, qa, resp, qb) != 0) {
     expect(false, "a fresh connected QP pair for: %s", what);
     return;
   }
-  a.post_raw(qa, w, tail, tail_len);
+  req.post_raw(qa, w, tail, tail_len);
   sroce_cqe e{};
-  bool got = completion(a, w.wr_id, e);
+  bool got = completion(req, w.wr_id, e);
   bool ok = got && e.status != IBV_WC_SUCCESS && (want < 0 || e.status == want);
   expect(ok, "%s: %s", what, got ? wc_status(e.status).c_str() : "no completion in 10 s");
-  a.c.destroy_qp(qa.qpn);
-  a.c.destroy_qp(qb.qpn);
+  req.c.destroy_qp(qa.qpn);
+  resp.c.destroy_qp(qb.qpn);
 }
 
-void rings(Peer& a, const Victim& v) {
+// `a` is the attacker on A (the victim's daemon), `b` on B. Local attacks are made on
+// A, where the victim's lkey lives; remote ones from B at A's responder, where the
+// victim's rkey lives.
+void rings(Peer& a, Peer& b, const Victim& v) {
   uint64_t own = reinterpret_cast<uintptr_t>(a.buf.data());
+  uint64_t bown = reinterpret_cast<uintptr_t>(b.buf.data());
   std::vector<sroce_sge> many(64, sroce_sge{own, 16, a.mr.lkey});
-  send_attack(a, "SEND with num_sge 65535", wqe(101, IBV_WR_SEND, 0xffff), many.data(),
+  send_attack(a, b, "SEND with num_sge 65535", wqe(101, IBV_WR_SEND, 0xffff), many.data(),
               many.size() * sizeof(sroce_sge), IBV_WC_LOC_QP_OP_ERR);
   sroce_sge s{v.addr, 256, v.lkey};
-  send_attack(a, "SEND from the victim's memory with the victim's lkey", wqe(102, IBV_WR_SEND, 1),
-              &s, sizeof s);
-  s = sroce_sge{own, 256, a.mr.lkey};
+  send_attack(a, b, "SEND from the victim's memory with the victim's lkey",
+              wqe(102, IBV_WR_SEND, 1), &s, sizeof s);
+  s = sroce_sge{bown, 256, b.mr.lkey};
   auto w = wqe(103, IBV_WR_RDMA_WRITE, 1);
   w.remote_addr = v.addr;
   w.rkey = v.rkey;
-  send_attack(a, "RDMA WRITE into the victim's memory with the victim's rkey", w, &s, sizeof s);
+  send_attack(b, a, "RDMA WRITE into the victim's memory with the victim's rkey", w, &s, sizeof s,
+              IBV_WC_REM_ACCESS_ERR);
   w = wqe(104, IBV_WR_RDMA_READ, 1);
   w.remote_addr = v.addr;
   w.rkey = v.rkey;
-  send_attack(a, "RDMA READ of the victim's memory with the victim's rkey", w, &s, sizeof s);
+  send_attack(b, a, "RDMA READ of the victim's memory with the victim's rkey", w, &s, sizeof s,
+              IBV_WC_REM_ACCESS_ERR);
   w = wqe(105, IBV_WR_ATOMIC_FETCH_AND_ADD, 1);
   w.remote_addr = v.addr;
   w.rkey = v.rkey;
   w.compare_add = 1;
-  sroce_sge s8{own, 8, a.mr.lkey};
-  send_attack(a, "FETCH_AND_ADD on the victim's memory with the victim's rkey", w, &s8, sizeof s8);
+  sroce_sge s8{bown, 8, b.mr.lkey};
+  send_attack(b, a, "FETCH_AND_ADD on the victim's memory with the victim's rkey", w, &s8,
+              sizeof s8, IBV_WC_REM_ACCESS_ERR);
   s = sroce_sge{0xffffffffffffff00ull, 0x1000, a.mr.lkey};
-  send_attack(a, "SEND of an SGE whose end wraps uint64", wqe(106, IBV_WR_SEND, 1), &s, sizeof s);
-  s = sroce_sge{own, 0xffffffffu, a.mr.lkey};
-  send_attack(a, "SEND of an SGE of 4 GiB - 1 over a 64 KiB MR", wqe(107, IBV_WR_SEND, 1), &s,
+  send_attack(a, b, "SEND of an SGE whose end wraps uint64", wqe(106, IBV_WR_SEND, 1), &s,
               sizeof s);
-  s = sroce_sge{own, 4096, a.mr.lkey};
+  s = sroce_sge{own, 0xffffffffu, a.mr.lkey};
+  send_attack(a, b, "SEND of an SGE of 4 GiB - 1 over a 64 KiB MR", wqe(107, IBV_WR_SEND, 1), &s,
+              sizeof s);
+  s = sroce_sge{bown, 4096, b.mr.lkey};
   w = wqe(108, IBV_WR_RDMA_WRITE, 1);
   w.remote_addr = own + 0xffffffffffff8000ull;  // remote_addr + length wraps uint64
   w.rkey = a.mr.rkey;
-  send_attack(a, "RDMA WRITE whose remote end wraps uint64", w, &s, sizeof s);
+  send_attack(b, a, "RDMA WRITE whose remote end wraps uint64", w, &s, sizeof s,
+              IBV_WC_REM_ACCESS_ERR);
   w = wqe(109, IBV_WR_RDMA_WRITE, 1);
   w.remote_addr = own + a.buf.size() - 100;  // runs 3996 bytes past the MR
   w.rkey = a.mr.rkey;
-  send_attack(a, "RDMA WRITE past the end of the target MR", w, &s, sizeof s);
+  send_attack(b, a, "RDMA WRITE past the end of the target MR", w, &s, sizeof s,
+              IBV_WC_REM_ACCESS_ERR);
   w = wqe(110, IBV_WR_SEND, 0);
   w.send_flags |= IBV_SEND_INLINE;
   w.inline_len = 0xffffffffu;
-  send_attack(a, "SEND of 4 GiB - 1 inline bytes", w, nullptr, 0, IBV_WC_LOC_QP_OP_ERR);
+  send_attack(a, b, "SEND of 4 GiB - 1 inline bytes", w, nullptr, 0, IBV_WC_LOC_QP_OP_ERR);
+  s = sroce_sge{own, 64, a.mr.lkey};
   w = wqe(111, 0xee, 1);
-  send_attack(a, "a WQE of opcode 0xee", w, &s, sizeof s);
+  send_attack(a, b, "a WQE of opcode 0xee", w, &s, sizeof s);
 
   // A receive WQE with a huge SGE count: an error completion on the receive side.
   {
     ClientQp qa, qb;
-    if (!expect(a.pair(qa, qb) == 0, "QP pair for the receive attack")) return;
-    {
-      uint32_t p = qb.rq.prod();
-      sroce_recv_wqe r{112, 0xffffffffu, 0};
-      memcpy(qb.rq.slot(p), &r, sizeof r);
-      qb.rq.set_prod(p + 1);
-      a.doorbell();
-      sroce_cqe e{};
-      bool got = completion(a, 112, e);
-      expect(got && e.status != IBV_WC_SUCCESS, "receive WQE with num_sge 2^32 - 1: %s",
-             got ? wc_status(e.status).c_str() : "no completion");
-      a.c.destroy_qp(qa.qpn);
-      a.c.destroy_qp(qb.qpn);
-    }
+    if (!expect(pair(a, qa, b, qb) == 0, "QP pair for the receive attack")) return;
+    uint32_t p = qa.rq.prod();
+    sroce_recv_wqe r{112, 0xffffffffu, 0};
+    memcpy(qa.rq.slot(p), &r, sizeof r);
+    qa.rq.set_prod(p + 1);
+    a.doorbell();
+    sroce_cqe e{};
+    bool got = completion(a, 112, e);
+    expect(got && e.status != IBV_WC_SUCCESS, "receive WQE with num_sge 2^32 - 1: %s",
+           got ? wc_status(e.status).c_str() : "no completion");
+    a.c.destroy_qp(qa.qpn);
+    b.c.destroy_qp(qb.qpn);
   }
   // Garbage producer indices: a send ring whose producer is 2^31 ahead, full
   // of 0xA5 bytes, and a CQ ring whose indices are garbage.
   {
     ClientQp qa, qb;
-    if (!expect(a.pair(qa, qb) == 0, "QP pair for the ring index attack")) return;
-    {
-      for (uint32_t i = 0; i < qa.sq.size(); ++i) memset(qa.sq.slot(i), 0xA5, qa.sq.entry_size());
-      a.cq.ring.set_cons(0xdeadbeef);
-      qa.sq.set_prod(qa.sq.cons() + 0x80000001u);
-      a.doorbell();
-      bool resync = false;
-      for (int i = 0; i < 200 && !resync; ++i) {
-        usleep(10000);
-        resync = qa.sq.cons() == qa.sq.prod();
-      }
-      expect(
-          resync && serves(a.c),
-          "send ring producer 2^31 ahead over garbage entries, CQ indices garbage: nothing taken "
-          "(consumer index set to the producer's: %d), still served",
-          resync);
-      a.cq.cons = a.cq.ring.prod();
-      a.cq.ring.set_cons(a.cq.cons);
-      a.c.destroy_qp(qa.qpn);
-      a.c.destroy_qp(qb.qpn);
+    if (!expect(pair(a, qa, b, qb) == 0, "QP pair for the ring index attack")) return;
+    for (uint32_t i = 0; i < qa.sq.size(); ++i) memset(qa.sq.slot(i), 0xA5, qa.sq.entry_size());
+    a.cq.ring.set_cons(0xdeadbeef);
+    qa.sq.set_prod(qa.sq.cons() + 0x80000001u);
+    a.doorbell();
+    bool resync = false;
+    for (int i = 0; i < 200 && !resync; ++i) {
+      usleep(10000);
+      resync = qa.sq.cons() == qa.sq.prod();
     }
+    expect(resync && serves(a.c),
+           "send ring producer 2^31 ahead over garbage entries, CQ indices garbage: nothing "
+           "taken (consumer index set to the producer's: %d), still served",
+           resync);
+    a.cq.cons = a.cq.ring.prod();
+    a.cq.ring.set_cons(a.cq.cons);
+    a.c.destroy_qp(qa.qpn);
+    b.c.destroy_qp(qb.qpn);
   }
 }
 
 }  // namespace
 
-int attack(const std::string& socket, const Victim& v) {
-  printf("attacker: uid %u gid %u against %s\n", getuid(), getgid(), socket.c_str());
-  garbage(socket);
+int attack(const Victim& v) {
+  printf("attacker: uid %u gid %u against %s (A) and %s (B)\n", getuid(), getgid(),
+         v.sock_a.c_str(), v.sock_b.c_str());
+  garbage(v.sock_a);
   AbiClient c;
-  if (!expect(c.connect(socket) == 0, "second connection")) return 1;
+  if (!expect(c.connect(v.sock_a) == 0, "second connection")) return 1;
   hello_faults(c);
   foreign(c, v);
   bodies(c);
-  Peer a;
-  if (!expect(a.open(socket, 1 << 16, 0x33) == 0, "own context with PD, MR, CQ")) return 1;
+  Peer a, b;
+  if (!expect(a.open(v.sock_a, v.ip_a, 1 << 16, 0x33) == 0 &&
+                  b.open(v.sock_b, v.ip_b, 1 << 16, 0x44) == 0,
+              "own contexts on A and B with PD, MR, CQ"))
+    return 1;
   sizes(a);
-  rings(a, v);
-  size_t victims = std::count(a.buf.begin(), a.buf.end(), static_cast<char>(0x5A));
+  rings(a, b, v);
+  size_t victims = std::count(a.buf.begin(), a.buf.end(), static_cast<char>(0x5A)) +
+                   std::count(b.buf.begin(), b.buf.end(), static_cast<char>(0x5A));
   expect(victims == 0,
          "none of the victim's bytes reached the attacker's memory (%zu bytes of 0x5A)", victims);
   expect(serves(c), "the daemon still serves the attacker's first connection");
