@@ -64,7 +64,8 @@ kmod: deps
 # The security suite alone (docs/security.md): attacks by a second local uid
 # and forged packets against a live sroced, each of which must fail.
 test-security: build-asan
-	cd $(ASAN_BUILD) && ctest -L security --output-on-failure
+	@cd $(ASAN_BUILD) && { ctest -L security --output-on-failure --output-junit security-results.xml; \
+		rc=$$?; $(CURDIR)/tests/security/summary.py security-results.xml test-security $$rc; }
 
 test-vm: build-asan
 	cd $(ASAN_BUILD) && ctest -L vm --output-on-failure

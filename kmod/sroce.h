@@ -80,6 +80,7 @@ struct sroce_dev {
 	struct sroce_chan *chan;	/* the attached sroced, or NULL */
 	struct sroce_device_attr limits; /* what sroced enforces */
 	struct xarray ctxs;		/* context ids (REQUEST.ctx) */
+	u32 next_ctx;			/* xa_alloc_cyclic's cursor for ctxs */
 	struct xarray cqs;		/* CQ ids: user_handle of CREATE_CQ */
 	struct xarray qps;		/* QP ids: user_handle of CREATE_QP */
 	struct xarray srqs;		/* SRQ ids: user_handle of CREATE_SRQ */

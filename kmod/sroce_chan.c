@@ -8,10 +8,15 @@
  * the rings and the MRs the requests name.
  *
  * A verb that needs sroced (sroce_call) queues its request and sleeps until
- * the reply, the timeout (call_timeout_ms), a fatal signal (not for destroy
- * verbs, which must see the daemon's answer before memory is released) or
- * the daemon's death. Calls live on the caller's stack; the channel lock
- * decides who finishes them.
+ * the reply, the timeout (call_timeout_ms), a fatal signal or the daemon's
+ * death. Calls live on the caller's stack; the channel lock decides who
+ * finishes them. A call given up (timeout, signal) leaves nothing the daemon
+ * could trip on: an unread request is withdrawn, except a destroy, which
+ * stays queued so the daemon still drops the object; a late reply finds no
+ * call and is dropped; the caller cleans up what the daemon may have made
+ * (an abandoned HELLO queues a CLOSE); and the daemon's stale mappings of MR
+ * pages released meanwhile fault in a scratch page, never SIGBUS
+ * (sroce_chan_fault).
  *
  * Lock order: mmap_lock -> regions_rwsem; chan->lock and sdev->chan_lock
  * are never held together.
@@ -23,6 +28,7 @@
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -66,7 +72,9 @@ struct sroce_chan {
 	struct rw_semaphore regions_rwsem;
 	struct xarray regions;
 	struct address_space *mapping;	/* the file's; NULL after release */
+	struct page *scratch;		/* what a released MR's pages become */
 	atomic64_t stale_replies;
+	atomic64_t stale_faults;
 };
 
 static void sroce_chan_free(struct kref *ref)
@@ -75,6 +83,8 @@ static void sroce_chan_free(struct kref *ref)
 
 	WARN_ON(!xa_empty(&chan->regions));
 	xa_destroy(&chan->regions);
+	if (chan->scratch)
+		__free_page(chan->scratch);
 	if (chan->doorbell)
 		eventfd_ctx_put(chan->doorbell);
 	kfree(chan);
@@ -125,6 +135,7 @@ static bool sroce_is_destroy(u16 op)
 	case SROCE_OP_DESTROY_QP:
 	case SROCE_OP_DESTROY_SRQ:
 	case SROCE_OP_DESTROY_AH:
+	case SROCE_OP_DEALLOC_MW:
 		return true;
 	default:
 		return false;
@@ -204,6 +215,18 @@ int sroce_call(struct sroce_chan *chan, u32 ctx, u16 op,
 	}
 	call.seq = ++chan->seq;
 	h->seq = call.seq;
+	if (sroce_is_destroy(op) && (current->flags & PF_EXITING)) {
+		/* A dying process's objects (its fatal signal is already
+		 * taken, so a killable wait would sit out the timeout under a
+		 * stopped daemon): queued, not waited for; the daemon drops
+		 * them in order, before the context's CLOSE.
+		 */
+		list_add_tail(&m->node, &chan->outq);
+		chan->outq_len++;
+		spin_unlock(&chan->lock);
+		wake_up_interruptible(&chan->wq);
+		return 0;
+	}
 	m->call = &call;
 	call.msg = m;
 	list_add_tail(&m->node, &chan->outq);
@@ -212,16 +235,17 @@ int sroce_call(struct sroce_chan *chan, u32 ctx, u16 op,
 	spin_unlock(&chan->lock);
 	wake_up_interruptible(&chan->wq);
 
-	if (sroce_is_destroy(op))
-		left = wait_for_completion_timeout(&call.done, timeout);
-	else
-		left = wait_for_completion_killable_timeout(&call.done,
-							    timeout);
+	/* Killable, destroys too: what the module releases after a destroy
+	 * stays safe for a daemon that has not seen it yet (see the top).
+	 */
+	left = wait_for_completion_killable_timeout(&call.done, timeout);
 
 	spin_lock(&chan->lock);
 	if (!call.finished) {
 		list_del(&call.node);
-		if (call.msg) {
+		if (call.msg && sroce_is_destroy(op)) {
+			call.msg->call = NULL;	/* the daemon still drops it */
+		} else if (call.msg) {
 			list_del(&call.msg->node);
 			chan->outq_len--;
 			kfree(call.msg);
@@ -251,7 +275,11 @@ int sroce_notify(struct sroce_chan *chan, u32 kind, u32 ctx,
 	if (blen)
 		memcpy(p + alen, b, blen);
 	spin_lock_irqsave(&chan->lock, flags);
-	if (chan->dead || chan->outq_len >= SROCE_OUTQ_MAX) {
+	/* A CLOSE is never dropped (one per context): a context the daemon
+	 * kept would hold its objects and its id.
+	 */
+	if (chan->dead ||
+	    (kind != SROCE_KMSG_CLOSE && chan->outq_len >= SROCE_OUTQ_MAX)) {
 		int err = chan->dead ? -EIO : -ENOBUFS;
 
 		spin_unlock_irqrestore(&chan->lock, flags);
@@ -295,6 +323,11 @@ static int sroce_chan_open(struct inode *inode, struct file *f)
 	chan = kzalloc(sizeof(*chan), GFP_KERNEL);
 	if (!chan)
 		return -ENOMEM;
+	chan->scratch = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!chan->scratch) {
+		kfree(chan);
+		return -ENOMEM;
+	}
 	kref_init(&chan->ref);
 	spin_lock_init(&chan->lock);
 	INIT_LIST_HEAD(&chan->outq);
@@ -636,7 +669,21 @@ static vm_fault_t sroce_chan_fault(struct vm_fault *vmf)
 
 	down_read(&chan->regions_rwsem);
 	r = xa_load(&chan->regions, vma->vm_pgoff);
-	ret = r ? sroce_region_fault(r, vmf) : VM_FAULT_SIGBUS;
+	if (r) {
+		ret = sroce_region_fault(r, vmf);
+	} else if (vma->vm_flags & VM_PFNMAP) {
+		/* An MR released while the daemon still maps it: it has not
+		 * yet handled the DEREG_MR (given up on timeout or a signal) or
+		 * the REG_MR whose caller left. Its accesses land in the
+		 * channel's scratch page: never the application's pages (no
+		 * longer pinned) and never a SIGBUS that kills the daemon.
+		 */
+		atomic64_inc(&chan->stale_faults);
+		ret = vmf_insert_pfn(vma, vmf->address,
+				     page_to_pfn(chan->scratch));
+	} else {
+		ret = VM_FAULT_SIGBUS;
+	}
 	up_read(&chan->regions_rwsem);
 	return ret;
 }

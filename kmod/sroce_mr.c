@@ -227,10 +227,14 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	int err;
 
 	if (mr->umem) {
-		/* sroced answers once it no longer touches the pages; only
-		 * then are its mappings zapped and the pin released. EBUSY:
-		 * memory windows are still bound to it (as rxe refuses): the
-		 * MR stays whole; uverbs retries it at close after the windows.
+		/* sroced answers once it no longer touches the pages; then
+		 * its mappings are zapped and the pin released. Given up on
+		 * (timeout, fatal signal) the same happens at once: the request
+		 * stays queued, and until sroced handles it its accesses fault
+		 * in the channel's scratch page (sroce_chan_fault), not in
+		 * pages the application has back. EBUSY: memory windows are
+		 * still bound to it (as rxe refuses): the MR stays whole;
+		 * uverbs retries it at close after the windows.
 		 */
 		err = sroce_ucall(mr->uctx, SROCE_OP_DEREG_MR, &req, sizeof(req),
 				  NULL, 0, NULL, 0);

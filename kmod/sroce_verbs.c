@@ -5,7 +5,9 @@
  * sroced with the socket path's message (sroce_abi.h); kernel objects (the
  * ones ib_mad makes for QP1) stay in the kernel.
  */
+#include <linux/cred.h>
 #include <linux/module.h>
+#include <linux/sched.h>
 
 #include "sroce.h"
 
@@ -148,6 +150,11 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct sroce_dev *sdev = to_sdev(ibuc->device);
 	struct sroce_ucontext *uctx = to_suctx(ibuc);
 	struct sroce_hello hello = { .abi_version = SROCE_ABI_VERSION };
+	struct sroce_khello_ext who = {
+		.uid = from_kuid_munged(&init_user_ns, current_euid()),
+		.gid = from_kgid_munged(&init_user_ns, current_egid()),
+		.pid = task_tgid_nr(current),
+	};
 	struct sroce_hello_resp hresp;
 	struct sroce_kuctx_resp resp = { .abi_version = SROCE_KABI_VERSION };
 	int err;
@@ -159,11 +166,21 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 				     sdev->ib.name, sdev->ndev->name);
 		return -ENOTCONN;
 	}
-	err = xa_alloc(&sdev->ctxs, &uctx->id, uctx, xa_limit_31b, GFP_KERNEL);
-	if (err)
+	/* Cyclic: an id is not handed out again soon after its context went,
+	 * so nothing the daemon still has under it meets a new context.
+	 */
+	err = xa_alloc_cyclic(&sdev->ctxs, &uctx->id, uctx, xa_limit_31b,
+			      &sdev->next_ctx, GFP_KERNEL);
+	if (err < 0)
 		goto err_put;
-	err = sroce_ucall(uctx, SROCE_OP_HELLO, &hello, sizeof(hello), NULL, 0,
-			  &hresp, sizeof(hresp));
+	err = sroce_ucall(uctx, SROCE_OP_HELLO, &hello, sizeof(hello), &who,
+			  sizeof(who), &hresp, sizeof(hresp));
+	/* Given up (timeout, fatal signal): the daemon may have read the HELLO
+	 * and answer it late, so it may hold the context: the CLOSE, queued
+	 * behind the HELLO, drops it (a CLOSE of an unknown id is ignored).
+	 */
+	if (err == -ETIMEDOUT || err == -EINTR)
+		goto err_close;
 	if (err)
 		goto err_erase;
 	resp.ctx = uctx->id;
@@ -175,7 +192,7 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 
 err_close:
 	sroce_notify(uctx->chan, SROCE_KMSG_CLOSE, uctx->id, NULL, 0, NULL, 0,
-		     GFP_KERNEL);
+		     GFP_KERNEL | __GFP_NOFAIL);
 err_erase:
 	xa_erase(&sdev->ctxs, uctx->id);
 err_put:
@@ -190,7 +207,7 @@ static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 	struct sroce_ucontext *uctx = to_suctx(ibuc);
 
 	sroce_notify(uctx->chan, SROCE_KMSG_CLOSE, uctx->id, NULL, 0, NULL, 0,
-		     GFP_KERNEL);
+		     GFP_KERNEL | __GFP_NOFAIL);
 	xa_erase(&to_sdev(ibuc->device)->ctxs, uctx->id);
 	sroce_chan_put(uctx->chan);
 	sroce_live_dec(SROCE_OBJ_UCTX);

@@ -7,6 +7,8 @@ here with struct (stdlib only), independent of proto/.
 corpus/parse/    RoCEv2 UDP payloads (BTH .. ICRC) for fuzz_parse
 corpus/icrc/     IPv4 / IPv6 packets (IP header .. end of RoCE payload, no ICRC)
 corpus/headers/  48-byte header blobs for fuzz_headers
+corpus/engine_rx/ records [qp][flags][len] + packet for fuzz_engine_rx (its QP table)
+corpus/control/  records [len][flags] + message for fuzz_control
 """
 import os
 import struct
@@ -95,6 +97,78 @@ def int_echo(hops, flags=0):
     return b"".join(hops) + bytes([len(hops), 6, flags, 0xE1])
 
 
+# fuzz_engine_rx's QPs, in its creation order: RC, UC, UD x RESET, INIT, RTR, RTS, SQD, ERR.
+QP = {(t, st): i * 6 + j for i, t in enumerate(("rc", "uc", "ud"))
+      for j, st in enumerate(("reset", "init", "rtr", "rts", "sqd", "err"))}
+# Record flags: QPN, from the peer, R_Key, Q_Key, ICRC filled in.
+EF = 1 | 2 | 8 | 16 | 32
+
+
+def erec(qp, pkt, flags=EF):
+    pkt = pkt + bytes(4)  # the ICRC, filled in by the harness (flag 32)
+    return bytes([qp, flags]) + struct.pack("<H", len(pkt)) + pkt
+
+
+def engine_rx_seeds():
+    reth = lambda ln: struct.pack("!QII", 0x100, 0, ln)
+    atm = struct.pack("!QIQQ", 0x200, 0, 1, 2)
+    deth = struct.pack("!II", 0, 0x44)
+    ack = lambda psn, syn=0x1F: roce(0x11, bytes([syn, 0, 0, 1]), psn=psn, ack=0)
+    s = {
+        "rc_send_rtr": erec(QP["rc", "rtr"], roce(0x04, payload=b"x" * 64, psn=100)),
+        "rc_send_rts": erec(QP["rc", "rts"], roce(0x04, payload=b"y" * 200, psn=100)),
+        "rc_write_only": erec(QP["rc", "rts"], roce(0x0A, reth(16), b"z" * 16, psn=100)),
+        "rc_read_req": erec(QP["rc", "rts"], roce(0x0C, reth(64), psn=100)),
+        "rc_cmp_swap": erec(QP["rc", "rts"], roce(0x13, atm, psn=100)),
+        "rc_ack": erec(QP["rc", "rts"], ack(200)),
+        "rc_nak_seq": erec(QP["rc", "rts"], ack(200, 0x60)),
+        "rc_rnr_nak": erec(QP["rc", "rts"], ack(200, 0x21)),
+        "rc_read_resp": erec(QP["rc", "rts"], roce(0x10, bytes([0x1F, 0, 0, 2]), bytes(256), psn=201, ack=0)),
+        "rc_atomic_ack": erec(QP["rc", "rts"], roce(0x12, bytes([0x1F, 0, 0, 3]) + struct.pack("!Q", 7),
+                                                    psn=202, ack=0)),
+        "rc_send_sqd": erec(QP["rc", "sqd"], roce(0x04, payload=b"q" * 32, psn=100)),
+        "rc_send_reset": erec(QP["rc", "reset"], roce(0x04, payload=b"r" * 32, psn=100)),
+        "rc_send_init": erec(QP["rc", "init"], roce(0x04, payload=b"i" * 32, psn=100)),
+        "rc_send_err": erec(QP["rc", "err"], roce(0x04, payload=b"e" * 32, psn=100)),
+        "uc_send_rts": erec(QP["uc", "rts"], roce(0x24, payload=b"u" * 48, psn=100)),
+        "uc_write_rtr": erec(QP["uc", "rtr"], roce(0x2A, reth(8), b"w" * 8, psn=100)),
+        "ud_send_rtr": erec(QP["ud", "rtr"], roce(0x64, deth, b"d" * 40, psn=5)),
+        "ud_send_rts": erec(QP["ud", "rts"], roce(0x65, deth + b"\0\0\0\7", b"d" * 40, psn=6)),
+        "stranger": erec(QP["rc", "rts"], roce(0x04, payload=b"s" * 16, psn=100), EF & ~2),
+        "trimmed": erec(QP["rc", "rts"], roce(0x04, payload=b"t" * 16, psn=100), EF | 4),
+        "send_first_middle_last": (
+            erec(QP["rc", "rts"], roce(0x00, payload=b"1" * 256, psn=100)) +
+            erec(QP["rc", "rts"], roce(0x01, payload=b"2" * 256, psn=101)) +
+            erec(QP["rc", "rts"], roce(0x02, payload=b"3" * 100, psn=102), EF | 64)),
+    }
+    out = {name: b"\0" + rec for name, rec in s.items()}  # compatible engine
+    for name in ("rc_send_rts", "rc_write_only", "rc_ack", "send_first_middle_last"):
+        out["lossy_" + name] = b"\1" + s[name]  # an engine that offers lossy mode
+    return out
+
+
+ABI_VERSION = 1
+
+
+def crec(op, body=b"", flags=1):
+    """A control record: framed (flag 1) with `op` (the harness maps byte b to op 1 + b)."""
+    payload = bytes([op - 1]) + body if flags & 1 else body
+    return struct.pack("<H", len(payload)) + bytes([flags]) + payload
+
+
+def control_seeds():
+    hello = crec(1, struct.pack("<II", ABI_VERSION, 0))
+    return {
+        "hello_pd_cq": hello + crec(5) + crec(9, struct.pack("<IIQ", 16, 0, 0x1234)),
+        "hello_query": hello + crec(2) + crec(3, bytes([1]) + bytes(7)) + crec(4, struct.pack("<I", 0) + bytes(4)),
+        "hello_channel_cq": hello + crec(21) + crec(9, struct.pack("<IIQ", 8, 1, 1)),
+        "before_hello": crec(5) + hello + crec(6, struct.pack("<II", 1, 0)),
+        "garbage": crec(0, b"\x01\x02\x03", flags=0) + hello + crec(0, bytes(24), flags=0),
+        "hello_twice": hello + hello + crec(25, struct.pack("<II", 0, 0)),
+        "stats": crec(23, struct.pack("<II", 0, 0)) + hello + crec(23, struct.pack("<II", 1, 0)),
+    }
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "corpus")
@@ -116,6 +190,10 @@ def main():
     ack = PACKETS["rc_ack"]
     files[("int", "ack_echo_two")] = ack + int_echo([h2, h1]) + bytes(4)
     files[("int", "ack_echo_exceeded")] = ack + int_echo([h1], flags=1) + bytes(4)
+    for name, data in engine_rx_seeds().items():
+        files[("engine_rx", name)] = data
+    for name, data in control_seeds().items():
+        files[("control", name)] = data
     for (target, name), data in sorted(files.items()):
         d = os.path.join(out, target)
         os.makedirs(d, exist_ok=True)

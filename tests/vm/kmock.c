@@ -8,8 +8,14 @@
  * each with its completions and completion events. With --wire it also
  * carries GSI MADs between the devices it serves (QP1 for rdma_cm).
  *
- *   kmock [--dev NAME]... [--wire] [--hang] [--log FILE] [--ready FILE]
+ *   kmock [--dev NAME]... [--wire] [--hang] [--slow OP:MS] [--log FILE] [--ready FILE]
  *   kmock --faults NAME        channel misuse checks, then exit
+ *
+ * --slow hello:MS / dereg:MS: the first such request is answered MS ms
+ * late, after the module gave up on it (a slow or stopped sroced); a slow
+ * DEREG_MR first reads and writes the whole MR through its mapping, as a
+ * sroced that has not yet seen the DEREG would (late_touched counts it).
+ * Contexts are tracked as sroced does: HELLO for an open id is EALREADY.
  *
  * SIGTERM ends it with a summary line; objects a context still had at
  * CLOSE are counted as "left_at_close" only if the module failed to
@@ -27,6 +33,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kmock.h"
@@ -39,6 +46,10 @@ static int doorbell = -1;
 FILE *log_file;
 volatile sig_atomic_t stop;
 bool wire, hang;
+static int slow_op;		/* SROCE_OP_HELLO / _DEREG_MR, or 0 */
+static unsigned int slow_ms;
+#define MAX_CTXS 256
+static struct { bool open; int dev; uint32_t ctx; } ctxs[MAX_CTXS];
 struct post_event post_event;
 struct kmock_stats st;
 
@@ -128,6 +139,63 @@ int send_msg(int dev, uint32_t kind, uint32_t ctx, const void *a,
 	return 0;
 }
 
+static int ctx_slot(int dev, uint32_t ctx)
+{
+	for (int i = 0; i < MAX_CTXS; i++)
+		if (ctxs[i].open && ctxs[i].dev == dev && ctxs[i].ctx == ctx)
+			return i;
+	return -1;
+}
+
+/* sroced's context table: one context per id, until CLOSE. */
+static int on_hello(int dev, uint32_t ctx, size_t blen)
+{
+	if (blen != sizeof(struct sroce_hello) + sizeof(struct sroce_khello_ext))
+		return -EINVAL;
+	if (ctx_slot(dev, ctx) >= 0)
+		return -EALREADY;
+	for (int i = 0; i < MAX_CTXS; i++)
+		if (!ctxs[i].open) {
+			ctxs[i].open = true;
+			ctxs[i].dev = dev;
+			ctxs[i].ctx = ctx;
+			return 0;
+		}
+	return -EMFILE;
+}
+
+/* --slow: late, and for DEREG_MR touching the MR as a sroced that has not
+ * seen the DEREG yet would. Under a module that released the pages without
+ * care this is a SIGBUS (or a write into the application's memory).
+ */
+static void be_slow(int dev, uint32_t ctx, uint16_t op, const uint8_t *body, size_t blen)
+{
+	struct timespec ts = { slow_ms / 1000, (long)(slow_ms % 1000) * 1000000L };
+	const struct sroce_handle_req *h = (const void *)body;
+	struct obj *o;
+
+	slow_op = 0;	/* once */
+	logmsg("slow: op %u answered %u ms late", op, slow_ms);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	if (op != SROCE_OP_DEREG_MR || blen < sizeof(*h))
+		return;
+	o = find(K_MR, dev, ctx, h->handle);
+	if (!o || !o->map.base)
+		return;
+	{
+		volatile uint8_t *m = o->map.base;
+		unsigned long sum = 0;
+
+		for (size_t i = 0; i < o->map.bytes; i++)
+			sum += m[i];
+		if (o->writable)
+			memset(o->map.base, 0xEE, o->map.bytes);
+		logmsg("slow: touched MR 0x%x (%zu bytes, sum %lu)", h->handle, o->map.bytes, sum);
+	}
+	st.late_touched++;
+}
+
 static void on_request(int dev, uint32_t ctx, const uint8_t *p, size_t len)
 {
 	const struct sroce_msg_hdr *h = (const void *)p;
@@ -140,8 +208,12 @@ static void on_request(int dev, uint32_t ctx, const uint8_t *p, size_t len)
 	st.requests++;
 	if (hang)
 		return;
-	rh->status = handle(dev, ctx, h->op, p + sizeof(*h), h->len,
-			    out + sizeof(*rh), &rlen);
+	if (slow_op && h->op == slow_op)
+		be_slow(dev, ctx, h->op, p + sizeof(*h), h->len);
+	rh->status = h->op == SROCE_OP_HELLO ? on_hello(dev, ctx, h->len) : 0;
+	if (rh->status == 0)
+		rh->status = handle(dev, ctx, h->op, p + sizeof(*h), h->len,
+				    out + sizeof(*rh), &rlen);
 	if (rh->status)
 		st.replies_err++;
 	logmsg("req dev=%d ctx=%u op=%u status=%d", dev, ctx, h->op,
@@ -193,7 +265,11 @@ static void on_message(int dev, const uint8_t *buf, size_t len)
 	case SROCE_KMSG_REQUEST:
 		on_request(dev, km->ctx, p, len);
 		break;
-	case SROCE_KMSG_CLOSE:
+	case SROCE_KMSG_CLOSE: {
+		int slot = ctx_slot(dev, km->ctx);
+
+		if (slot >= 0)
+			ctxs[slot].open = false;
 		st.closes++;
 		for (int i = 0; i < MAX_OBJS; i++)
 			if (objs[i].kind != K_FREE && objs[i].dev == dev &&
@@ -203,6 +279,7 @@ static void on_message(int dev, const uint8_t *buf, size_t len)
 			}
 		logmsg("close dev=%d ctx=%u", dev, km->ctx);
 		break;
+	}
 	case SROCE_KMSG_GID: {
 		const struct sroce_kgid *g = (const void *)p;
 
@@ -355,6 +432,17 @@ int main(int argc, char **argv)
 			wire = true;
 		else if (!strcmp(argv[i], "--hang"))
 			hang = true;
+		else if (!strcmp(argv[i], "--slow") && i + 1 < argc) {
+			const char *a = argv[++i];
+
+			slow_op = !strncmp(a, "hello:", 6) ? SROCE_OP_HELLO :
+				  !strncmp(a, "dereg:", 6) ? SROCE_OP_DEREG_MR : 0;
+			slow_ms = (unsigned int)atoi(a + 6);
+			if (!slow_op) {
+				fprintf(stderr, "kmock: --slow hello:MS or dereg:MS\n");
+				return 2;
+			}
+		}
 		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
 			log_file = fopen(argv[++i], "w");
 		else if (!strcmp(argv[i], "--ready") && i + 1 < argc)
@@ -362,7 +450,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--faults") && i + 1 < argc)
 			return faults(argv[++i]) ? 1 : 0;
 		else {
-			fprintf(stderr, "usage: kmock [--dev NAME]... [--wire] [--hang] [--log F] [--ready F] | --faults NAME\n");
+			fprintf(stderr, "usage: kmock [--dev NAME]... [--wire] [--hang] [--slow OP:MS] [--log F] [--ready F] | --faults NAME\n");
 			return 2;
 		}
 	}
@@ -416,10 +504,10 @@ int main(int argc, char **argv)
 		}
 		run_engine();
 	}
-	printf("kmock: summary requests=%lu errors=%lu closes=%lu doorbells=%lu cqes=%lu events=%lu gids=%lu gsi_in=%lu gsi_out=%lu mr_checked=%lu ro_refused=%lu ro_violations=%lu left_at_close=%lu\n",
+	printf("kmock: summary requests=%lu errors=%lu closes=%lu doorbells=%lu cqes=%lu events=%lu gids=%lu gsi_in=%lu gsi_out=%lu mr_checked=%lu ro_refused=%lu ro_violations=%lu left_at_close=%lu late_touched=%lu\n",
 	       st.requests, st.replies_err, st.closes, st.doorbells, st.cqes,
 	       st.events, st.gids, st.gsi_in, st.gsi_out, st.mr_checked,
-	       st.ro_refused, st.ro_violations, st.left_at_close);
+	       st.ro_refused, st.ro_violations, st.left_at_close, st.late_touched);
 	fflush(stdout);
 	return 0;
 }

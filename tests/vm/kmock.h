@@ -73,7 +73,7 @@ extern struct post_event post_event;
 struct kmock_stats {
 	unsigned long requests, replies_err, closes, doorbells, cqes, events;
 	unsigned long gsi_in, gsi_out, gids, left_at_close, mr_checked;
-	unsigned long ro_refused, ro_violations;
+	unsigned long ro_refused, ro_violations, late_touched;
 };
 extern struct kmock_stats st;
 

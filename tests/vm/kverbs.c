@@ -7,6 +7,7 @@
  * POST_SEND / POST_RECV, completion channels read the kernel's way.
  *
  *   kverbs objects|faults|nodaemon|exit-live|death|timeout|killwait [DEV]
+ *   kverbs latehello|latedereg DEV WAIT | killdestroy DEV LIMIT | uid DEV UID ERRNO
  *
  * Prints "PASS <check>" / "FAIL <check>" lines and "RESULT <test> <n>
  * checks <f> failures"; exits 1 on any failure. `death` and the VM script
@@ -438,8 +439,17 @@ int main(int argc, char **argv)
 		t_timeout(argc > 3 ? atof(argv[3]) : 2.0);
 	else if (!strcmp(t, "killwait"))
 		t_killwait(argc > 3 ? atof(argv[3]) : 1.0);
+	else if (!strcmp(t, "latehello"))
+		t_latehello(argc > 3 ? atof(argv[3]) : 3.0);
+	else if (!strcmp(t, "latedereg"))
+		t_latedereg(argc > 3 ? atof(argv[3]) : 3.0);
+	else if (!strcmp(t, "killdestroy"))
+		t_killdestroy(argc > 3 ? atof(argv[3]) : 5.0);
+	else if (!strcmp(t, "uid") && argc > 4)
+		t_uid((unsigned int)atoi(argv[3]), atoi(argv[4]));
 	else {
-		fprintf(stderr, "usage: kverbs objects|faults|nodaemon|exit-live|death|timeout|killwait [DEV]\n");
+		fprintf(stderr, "usage: kverbs objects|faults|nodaemon|exit-live|death|timeout|killwait [DEV]\n"
+				"       kverbs latehello|latedereg DEV WAIT | killdestroy DEV LIMIT | uid DEV UID ERRNO\n");
 		return 2;
 	}
 	printf("RESULT %s %d checks %d failures\n", t, checks, failures);

@@ -88,4 +88,10 @@ void *page_buf(size_t len);
 int to_rts(struct ctx *c, struct qp *qp, const uint8_t dgid[16], int sgid, uint32_t dqpn);
 bool wait_async(int fd, uint32_t type, struct ib_uverbs_async_event_desc *ev, int ms);
 
+/* kverbs_late.c: a slow or stopped daemon */
+int t_latehello(double wait);
+int t_latedereg(double wait);
+int t_killdestroy(double limit);
+int t_uid(unsigned int uid, int want);
+
 #endif /* KVERBS_H */

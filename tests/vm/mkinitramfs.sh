@@ -22,6 +22,7 @@ cp "$here/init.sh" "$st/init"
 # SROCE_VM_SCRIPT: another test script in its place (vm_interop.sh).
 cp "$here/${SROCE_VM_SCRIPT:-vm_test.sh}" "$st/test/vm_test.sh"
 cp "$here/vm_rdmacm.sh" "$st/test/vm_rdmacm.sh"
+cp "$here/vm_slow.sh" "$st/test/vm_slow.sh"
 cp "$here/vm_pyverbs.sh" "$st/test/vm_pyverbs.sh"
 chmod +x "$st/init"
 echo "root:x:0:0:root:/:/bin/sh" >"$st/etc/passwd"

@@ -134,6 +134,9 @@ if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
 	fi
 	expect "ibv_devinfo -d sroce0 (PORT_ACTIVE)" sh -c 'ibv_devinfo -d sroce0 | tee /tmp/devinfo | grep -q PORT_ACTIVE'
 	grep -E "hca_id|node_guid|state|active_mtu|link_layer" /tmp/devinfo | sed 's/^/    /'
+	# The socket path's uid policy on the kernel path too (control.allow_*: root and
+	# sroced's own uid by default): another uid's open is refused.
+	run_checks kverbs uid sroce0 4242 13
 	# The kernel's GID table index of ::ffff:10.0.2.15, the address sroced sends from.
 	G=""
 	for g in /sys/class/infiniband/sroce0/ports/1/gids/*; do
@@ -290,6 +293,7 @@ echo 30000 >/sys/module/rdma_sroce/parameters/call_timeout_ms
 run_checks kverbs killwait sroce0 5
 echo 2000 >/sys/module/rdma_sroce/parameters/call_timeout_ms
 stop_kmock >/dev/null
+[ -r /test/vm_slow.sh ] && . /test/vm_slow.sh
 
 echo "== device removal under an attached daemon"
 start_kmock --dev sroce0

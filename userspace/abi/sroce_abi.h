@@ -514,7 +514,7 @@ struct sroce_resize_cq {
  * eventfd the daemon gave at attach.
  * ---------------------------------------------------------------------- */
 #define SROCE_KDEV_PATH "/dev/sroce"
-#define SROCE_KABI_VERSION 1
+#define SROCE_KABI_VERSION 2 /* 2: HELLO carries sroce_khello_ext */
 #define SROCE_KCHANNEL 0xffffffffu /* sroce_create_cq.channel on the kernel path */
 
 enum sroce_kmsg_kind {
@@ -573,6 +573,16 @@ struct sroce_kqp_ext {
 	sroce_u32 sq_entry_size;
 	sroce_u32 rq_size;
 	sroce_u32 rq_entry_size;
+};
+
+/* After sroce_hello: who opened the device (the opener's effective ids, in
+ * the initial namespaces), so the daemon applies the socket path's uid
+ * policy and per-uid limits to kernel contexts too. */
+struct sroce_khello_ext {
+	sroce_u32 uid;
+	sroce_u32 gid;
+	sroce_u32 pid;        /* thread group id */
+	sroce_u32 reserved;
 };
 
 /* After sroce_reg_mr: byte `addr` of the MR is at map start + first_byte. */
@@ -665,6 +675,7 @@ SROCE_ABI_ASSERT(sizeof(struct sroce_kmap) == 16, "sroce_kmap layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kring_ext) == 24, "sroce_kring_ext layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kqp_ext) == 48, "sroce_kqp_ext layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kmr_ext) == 32, "sroce_kmr_ext layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_khello_ext) == 16, "sroce_khello_ext layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kgid) == 32, "sroce_kgid layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kgsi) == 56, "sroce_kgsi layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_kuctx_resp) == 8, "sroce_kuctx_resp layout");

@@ -3,8 +3,9 @@
 // channel with the very handlers of the socket path.
 //
 // Differences from the socket path, all here or behind `Context::kernel`:
-// a context is created by HELLO naming the module's context id (the kernel
-// already checked the program, so there is no uid policy); replies go back
+// a context is created by HELLO naming the module's context id and the
+// opener's uid/gid/pid (sroce_khello_ext), to which the socket path's uid
+// policy applies as to SO_PEERCRED's; replies go back
 // as {REPLY, ctx} messages without fds; rings and MRs are the module's memory
 // mapped from the channel; completion and async events are channel
 // messages; `sgid_index` in address vectors is an index into the kernel's
@@ -183,9 +184,27 @@ std::optional<TxPacket> Service::poll_gsi_transmit(std::span<std::byte> out, Tim
 
 int Service::kernel_hello(uint32_t kctx, std::span<const std::byte> body, Reply& r) {
   sroce_hello req;
+  sroce_khello_ext who;
   if (!ext_as(body, req)) return -EINVAL;
   if (req.abi_version != SROCE_ABI_VERSION) return -EPROTONOSUPPORT;
-  if (kctx_.count(kctx)) return -EALREADY;
+  if (body.size() != sizeof req + sizeof who) return -EINVAL;
+  memcpy(&who, body.data() + sizeof req, sizeof who);
+  if (auto old = kctx_.find(kctx); old != kctx_.end()) {
+    // The module hands out an id only when it has no context under it: one
+    // here is a leftover (a HELLO it gave up on, a CLOSE lost): drop it.
+    spdlog::warn("kernel context {}: opened again; dropping the stale context {}", kctx,
+                 old->second);
+    close_context(old->second, "stale: its kernel id was opened again");
+  }
+  // The socket path's uid policy (SO_PEERCRED there, the module's word here).
+  if (!uid_allowed(who.uid, who.gid)) {
+    ++stats_.ctl_refused;
+    spdlog::warn("kernel context {}: pid {} uid {} refused by the uid policy (control.allow_*)",
+                 kctx, who.pid, who.uid);
+    return -EACCES;
+  }
+  // Per-uid limits (secwire's limits module) plug in here, with who.uid, as
+  // on the socket path's accept.
   if (free_tags_.empty()) {
     ++stats_.ctl_refused;
     spdlog::warn("kernel context {}: refused: control.max_contexts ({}) reached", kctx,
@@ -196,12 +215,16 @@ int Service::kernel_hello(uint32_t kctx, std::span<const std::byte> body, Reply&
   c->id = next_context_id_++;
   c->kernel = true;
   c->kctx = kctx;
+  c->pid = static_cast<pid_t>(who.pid);
+  c->uid = who.uid;
+  c->gid = who.gid;
   c->hello = true;
   c->tag = free_tags_.back();
   free_tags_.pop_back();
   mem_.attach_mapped(c->tag);
   ++stats_.contexts_opened;
-  spdlog::info("context {}: kernel context {} opened", c->id, kctx);
+  spdlog::info("context {}: kernel context {} opened (pid {} uid {})", c->id, kctx, who.pid,
+               who.uid);
   auto& resp = r.as<sroce_hello_resp>();
   resp.abi_version = SROCE_ABI_VERSION;
   resp.context = c->id;

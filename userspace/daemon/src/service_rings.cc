@@ -35,6 +35,13 @@ uint8_t wc_opcode_for(uint8_t wr_opcode) {
 // device clock the provider reports (hca_core_clock 1 GHz, docs/provider.md).
 uint64_t cqe_timestamp(Time t) { return t.ps > 0 ? static_cast<uint64_t>(t.ps / 1000) : 0; }
 
+// A producer index more than a ring ahead of what was consumed is no producer's:
+// the application broke its own ring. The entries cannot be told from garbage, so
+// none is taken: the consumer index jumps to the producer's and the ring counts
+// one bad entry. (Capping at one ring's worth instead took a ring of garbage per
+// pass, for the next 2^32 / size passes.)
+bool ring_index_corrupt(uint32_t avail, uint32_t size) { return avail > size; }
+
 }  // namespace
 
 bool Service::poll_rings(Time now) {
@@ -80,7 +87,14 @@ bool Service::poll_send_ring(Context& c, QpObj& qp, Time now) {
   uint32_t prod = r.prod_acquire();
   uint32_t avail = prod - qp.sq_cons;
   if (avail == 0) return false;
-  if (avail > r.size()) avail = r.size();  // a corrupt producer index cannot make us loop
+  if (ring_index_corrupt(avail, r.size())) {
+    ++stats_.ring_bad_wqes;
+    spdlog::debug("context {}: QP {}: send ring producer {} is {} entries ahead of a ring of {}", c.id,
+                  qp.qpn, prod, avail, r.size());
+    qp.sq_cons = prod;
+    r.set_cons(prod);
+    return false;
+  }
   uint32_t n = 0;
   for (; n < avail && n < kRingBudget; ++n) {
     const std::byte* slot = r.slot(qp.sq_cons);
@@ -167,7 +181,12 @@ bool Service::poll_recv_ring(Context& c, QpObj& qp) {
   uint32_t prod = r.prod_acquire();
   uint32_t avail = prod - qp.rq_cons;
   if (avail == 0) return false;
-  if (avail > r.size()) avail = r.size();
+  if (ring_index_corrupt(avail, r.size())) {
+    ++stats_.ring_bad_wqes;
+    qp.rq_cons = prod;
+    r.set_cons(prod);
+    return false;
+  }
   uint32_t n = 0;
   for (; n < avail && n < kRingBudget; ++n) {
     const std::byte* slot = r.slot(qp.rq_cons);
@@ -203,7 +222,12 @@ bool Service::poll_srq_ring(Context&, SrqObj& srq) {
   uint32_t prod = r.prod_acquire();
   uint32_t avail = prod - srq.cons;
   if (avail == 0) return false;
-  if (avail > r.size()) avail = r.size();
+  if (ring_index_corrupt(avail, r.size())) {
+    ++stats_.ring_bad_wqes;
+    srq.cons = prod;
+    r.set_cons(prod);
+    return false;
+  }
   uint32_t n = 0;
   for (; n < avail && n < kRingBudget; ++n) {
     const std::byte* slot = r.slot(srq.cons);
