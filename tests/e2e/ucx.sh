@@ -5,7 +5,8 @@
 # UCX_TLS (rc_verbs, ud_verbs, ...); UCX may use sroce0:1 only. TEST is a ucx_perftest test
 # (tag_bw, tag_lat, ucp_put_bw, ...; a UCT test such as put_bw also needs "-d sroce0:1 -x TL"
 # in ARGS). Passes only if both ends exit 0 and the client printed its final figures; prints
-# one JSON line {"test","tls","args","result"} with the client's final line.
+# one JSON line {"test","tls","args","result","pass"} with the client's final line (also
+# appended to STATE_DIR/ucx.jsonl).
 set -u
 here=$(dirname "$(readlink -f "$0")")
 state=$1
@@ -21,12 +22,15 @@ trap 'rm -f "$out"' EXIT
   "${env[@]}" ucx_perftest 10.77.0.1 -p "$port" -t "$test" -f "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
-# The client's summary: the last "Final:" row of its table.
-final=$(sed -n '/^=== client/,$p' "$out" | grep -E 'Final:' | tail -1 | tr -s ' |' ' ')
+# The client's summary (-f: only the final figures): the last row of numbers in its table.
+final=$(sed -n '/^=== client/,$p' "$out" | grep -E '^[ |]*[0-9]+[ |]+[0-9.]+[ |]+[0-9.]+' | tail -1 |
+  tr -s ' |' ' ')
 if [ "$rc" -eq 0 ] && [ -z "$final" ]; then
   echo "ucx.sh: the client printed no final figures"
   rc=1
 fi
-printf '{"test": "%s", "tls": "%s", "args": "%s", "result": "%s", "pass": %s}\n' \
-  "$test" "$tls" "$*" "${final# }" "$([ "$rc" -eq 0 ] && echo true || echo false)"
+line=$(printf '{"test": "%s", "tls": "%s", "args": "%s", "result": "%s", "pass": %s}' \
+  "$test" "$tls" "$*" "${final# }" "$([ "$rc" -eq 0 ] && echo true || echo false)")
+echo "$line"
+echo "$line" >>"$state/ucx.jsonl"   # every run's line, for docs/clients.md
 exit "$rc"

@@ -4,9 +4,8 @@
 # with UCX transports TLS (e.g. rc_verbs or ud_verbs): mpirun and rank 0 on h1 under
 # sroce-run, rank 1 on h2 through rsh.sh. Each host gets its own hostname (a UTS namespace)
 # and an /etc/hosts naming both (ip netns exec binds /etc/netns/NS/hosts). Passes only if
-# mpirun exits 0 and PROGRAM printed "mpi_check: ok"; the UCX transport actually used must
-# be TLS on sroce0:1 (UCX_PROTO_INFO / pml ucx's verbose lines would show it: we check the
-# transport list UCX printed for the endpoint).
+# mpirun exits 0, PROGRAM printed "mpi_check: ok", each rank ran on its own host, and UCX
+# reported the first transport of TLS on sroce0:1 as the tag lane of the ranks' endpoint.
 set -u
 here=$(dirname "$(readlink -f "$0")")
 state=$1
@@ -41,6 +40,10 @@ ok=0
 grep -q '^mpi_check: ok$' "$out" || { echo "mpi.sh: no 'mpi_check: ok' line"; ok=1; }
 grep -q 'rank 0 of 2 on sroce-h1' "$out" || { echo "mpi.sh: rank 0 did not run on sroce-h1"; ok=1; }
 grep -q 'rank 1 of 2 on sroce-h2' "$out" || { echo "mpi.sh: rank 1 did not run on sroce-h2"; ok=1; }
+# UCX's own account of the endpoint between the ranks (UCX_LOG_LEVEL=info): its tag lane must
+# be the first transport of TLS, on sroce0.
+want="tag(${tls%%,*}/sroce0:1)"
+grep -qF "$want" "$out" || { echo "mpi.sh: UCX did not report $want for the ranks' endpoint"; ok=1; }
 rm -f "$out"
 [ "$rc" -eq 0 ] || echo "mpi.sh: mpirun exited $rc"
 [ "$rc" -eq 0 ] && [ "$ok" -eq 0 ]

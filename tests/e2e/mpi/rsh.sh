@@ -13,6 +13,9 @@ case $host in
   *) echo "rsh.sh: unknown host $host" >&2; exit 255 ;;
 esac
 here=$(dirname "$(readlink -f "$0")")
-# Open MPI hands the remote command as words to be joined by a shell, as ssh would.
-exec unshare --uts /bin/sh -c 'hostname "$0"; shift; exec "$@"' "$host" \
+# Open MPI hands the remote command as words to be joined by a shell, as ssh would. The
+# agent runs under h1's sroce-run (mpirun's): what it set for h1 must not reach h2's
+# sroce-run (a preloaded shim ahead of an ASan build's runtime aborts it), which sets its own.
+unset LD_PRELOAD SYSFS_PATH RDMAV_DRIVERS SROCE_SOCKET
+exec unshare --uts /bin/sh -c 'hostname "$0"; exec "$@"' "$host" \
   "$here/../hosts.sh" run "$state" "$h" -- /bin/sh -c "$*"
