@@ -11,6 +11,8 @@
 #   make test-e2e   only the end-to-end tests (unchanged ibv_*/perftest across sroced)
 #   make kmod       the kernel module; make test-vm: its tests under qemu
 #   make defconfig / menuconfig   Kconfig feature switches (.config)
+#   make install    the release tree into DESTDIR/PREFIX (default /usr/local); make deb:
+#                   build/sroce_VERSION_amd64.deb (docs/clients.md, "Installing sroce")
 
 BUILD      ?= build
 ASAN_BUILD ?= $(BUILD)/asan
@@ -19,7 +21,7 @@ GENERATOR  := -G Ninja
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build build-asan build-fuzz test test-release test-security test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-dpdk bench-ebpf clean defconfig menuconfig
+.PHONY: all deps build build-asan build-fuzz test test-release test-security test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-dpdk bench-ebpf clean defconfig menuconfig install deb
 
 all: build
 
@@ -165,6 +167,17 @@ pingmesh-eval: build
 # Only the tests that run unchanged RDMA programs across sroced (root).
 test-e2e: build-asan
 	cd $(ASAN_BUILD) && ctest -R 'provider_|e2e_' --output-on-failure
+
+# An installed sroce (docs/clients.md): sroced + unit + /etc/sroce, the provider where
+# libibverbs finds it with its .driver file, sroce, sroce-run, the module's source for DKMS.
+PREFIX ?= /usr/local
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The Debian package, from the release tree (packaging/mkdeb.sh: staged with
+# cmake --install --prefix /usr, dpkg-shlibdeps, dpkg-deb, lintian).
+deb: build
+	packaging/mkdeb.sh $(BUILD) $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -15,6 +15,10 @@ PACKAGES=(
   tshark python3-scapy python3-matplotlib python3-pyflakes bpftool llvm iproute2
   # unchanged RDMA programs run across sroce in the tests
   ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers rdmacm-utils librdmacm-dev
+  # real clients across sroce (docs/clients.md): UCX, Open MPI (pml ucx), qperf
+  ucx-utils openmpi-bin libopenmpi-dev qperf
+  # make deb and its install test (packaging/mkdeb.sh, tests/e2e/install.sh)
+  dpkg-dev file lintian dkms
   # the kernel module and its qemu tests
   linux-headers-amd64 qemu-system-x86 busybox-static sparse kmod cpio
   # the DPDK datapath (af_xdp and af_packet vdevs)

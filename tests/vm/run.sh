@@ -37,7 +37,7 @@ for f in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devices /usr/bin/ibv_devinfo \
 	/usr/bin/ibv_rc_pingpong /usr/bin/ib_write_bw /usr/bin/ib_send_lat \
 	/usr/bin/ib_send_bw /usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy \
 	/usr/bin/ibv_uc_pingpong /usr/bin/ibv_ud_pingpong /usr/bin/ib_read_bw /usr/bin/ib_atomic_bw \
-	/usr/bin/ib_write_lat /usr/bin/dumpcap; do
+	/usr/bin/ib_write_lat /usr/bin/dumpcap /usr/bin/rstream /usr/bin/riostream /usr/bin/qperf; do
 	[ -x "$f" ] && extra="$extra $f"
 done
 # rdma-core's pyverbs suite (python3-pyverbs): python with a stdlib pruned of what the

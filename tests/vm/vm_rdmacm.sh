@@ -140,6 +140,30 @@ rdmacm_main() {
 			echo "SUMMARY udaddy: FAILED"
 		fi
 	fi
+	# rsockets over rdma_cm (librdmacm's own benchmarks, docs/clients.md): a short transfer
+	# of each, through the preload-free rsocket API.
+	for rs in rstream riostream; do
+		command -v $rs >/dev/null || continue
+		if ns_pair "$rs (rsockets, 64 KiB x 100)" 90 "$rs -b $A2 -S 65536 -C 100" \
+			"$rs -s $A2 -S 65536 -C 100"; then
+			echo "SUMMARY $rs: $(grep -E '^[0-9]' /tmp/cli.out | tail -n1 | tr -s ' \t' ' ')"
+		else
+			echo "SUMMARY $rs: FAILED"
+		fi
+	done
+	# qperf (Debian's qperf) with rdma_cm connections (-cm1): RC bandwidth and latency, RDMA
+	# READ bandwidth, UD latency. The server is qperf itself, on TCP 19765 for control.
+	if command -v qperf >/dev/null; then
+		for qt in rc_bw rc_lat rc_rdma_read_bw ud_lat; do
+			if ns_pair "qperf -cm1 $qt" 90 "qperf -lp 19765" \
+				"qperf -cm1 -lp 19765 -t 2 -m 4096 $A2 $qt"; then
+				echo "SUMMARY qperf $qt: $(grep -E '(bw|latency) *=' /tmp/cli.out | tr -s ' ' ' ' | tr '\n' ' ')"
+				grep -qE '(bw|latency) *= *[0-9.]+ ' /tmp/cli.out || fail "qperf $qt printed no figure"
+			else
+				echo "SUMMARY qperf $qt: FAILED"
+			fi
+		done
+	fi
 	echo "== sroced killed under a running rping"
 	$IP netns exec $NS2 rping -s -a $A2 -C 1000000 -S 1024 -V >/tmp/srv.out 2>&1 &
 	S=$!

@@ -88,3 +88,13 @@ def pingpong(text: str) -> dict[str, float]:
         raise ParseError(f"no ibv_*_pingpong summary in:\n{text}")
     return {"bytes": int(b.group(1)), "seconds": float(b.group(2)), "mbps": float(b.group(3)),
             "iters": int(i.group(1)), "usec_per_iter": float(i.group(3))}
+
+
+_LAT_SAMPLE = re.compile(r"^\s*(\d+)\s*,\s*([\d.]+)\s*$", re.M)
+
+
+def lat_samples_us(text: str) -> list[float]:
+    """Every latency sample of an ib_*_lat run made with -H (--report-histogram: perftest
+    prints "#, usec" and then one "N, value" line per iteration), in microseconds, as
+    perftest prints them; [] when the run printed none."""
+    return [float(m.group(2)) for m in _LAT_SAMPLE.finditer(text)]

@@ -9,8 +9,11 @@
 #    ib_write_bw (4 QPs, 64 KiB messages, MTU 4096) and ib_write_lat, each server on h2 and
 #    client on h1, through `sroce-fabric exec HOST -- sroce-run -- PROGRAM` (nothing else: the
 #    fabric exports SROCE_SOCKET for the host's daemon);
-# 3. a report (tools/demo/report.py): throughput, latency, RoCE packets per spine (multipath),
-#    and the daemons' own `sroce qps` (sampled during ib_write_bw) and `sroce lanes`;
+# 3. a report (tools/demo/report.py) on one screen: throughput, latency, throughput per QP
+#    (the daemon's counters, sampled during ib_write_bw), RoCE packets per spine (multipath),
+#    the daemons' counters; the full per-QP and per-lane tables and an HTML report with PNG
+#    charts (report_html.py) go to OUT_DIR ($SROCE_DEMO_OUT, default BUILD_DIR/demo), whose
+#    paths it prints (SROCE_DEMO_FULL=1 prints the full tables too);
 # 4. sroce-fabric down: always, also on failure, Ctrl-C or SIGTERM (trap).
 # Every command runs under `timeout`. Exit status 0 only if every program passed.
 set -u
@@ -21,6 +24,7 @@ bin=$build/bin
 name=${SROCE_DEMO_NAME:-srdemo}   # the fabric's name: namespaces srdemo-h1, ...
 run_dir=${SROCE_FABRIC_RUN_DIR:-/run/sroce-fabric}/$name   # its state, daemon sockets and logs
 port_base=${SROCE_DEMO_PORT:-18700}
+out_dir=${SROCE_DEMO_OUT:-$build/demo}
 py=/usr/bin/python3
 # The daemons run the latency set-up of docs/sroced.md (a SCHED_FIFO loop that does not spin):
 # on two cores shared by two daemons and two perftest processes spinning on their CQs, a
@@ -139,18 +143,19 @@ pair() {
   echo "$1: ok"
 }
 
-# sample_qps: `sroce qps` of both daemons every 0.3 s, keeping the last one that shows QPs
-# (the QPs exist only while the program runs).
+# sample_qps: `sroce status --json` of both daemons (every QP with its counters and lanes)
+# every 0.25 s into samples/HOST-TIME.json (the QPs exist only while the program runs; the
+# report takes each QP's send rate from consecutive samples).
 sample_qps() {
-  local h out
+  local h t
+  mkdir -p "$work/samples"
   while :; do
     for h in h1 h2; do
-      out=$(timeout -k 2 10 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" qps 2>&1)
-      if [ $? -eq 0 ] && ! grep -q "^no QPs" <<<"$out"; then
-        printf '%s\n' "$out" >"$work/qps-$h.txt.new" && mv "$work/qps-$h.txt.new" "$work/qps-$h.txt"
-      fi
+      t=$(date +%s.%N)
+      timeout -k 2 10 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" status --json \
+        >"$work/samples/.$h" 2>/dev/null && mv "$work/samples/.$h" "$work/samples/$h-$t.json"
     done
-    sleep 0.3
+    sleep 0.25
   done
 }
 
@@ -180,15 +185,14 @@ kill "$sampler" 2>/dev/null
 wait "$sampler" 2>/dev/null
 sampler=
 pair write_lat 120 $((port_base + 2)) \
-  ib_write_lat -x 0 -F -m 4096 -s 64 -n 2000 -p $((port_base + 2))
+  ib_write_lat -x 0 -F -m 4096 -s 64 -n 2000 -H -p $((port_base + 2))
 
 for h in h1 h2; do
-  run_for 30 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" lanes \
-    >"$work/lanes-$h.txt" 2>&1
   run_for 30 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" status --json \
     >"$work/status-$h.json" 2>&1
 done
 
 say "4/4  results"
-"$py" "$here/report.py" "$work" || die "the report found a problem (see above)"
+"$py" "$here/report.py" "$work" "$out_dir" ${SROCE_DEMO_FULL:+--full} ||
+  die "the report found a problem (see above)"
 # The trap removes the fabric.

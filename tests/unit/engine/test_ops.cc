@@ -506,6 +506,10 @@ TEST_CASE("UD to two QPs: GRH in the first 40 bytes / Q_Key mismatch dropped", "
   CHECK(g[20 + 9] == 17);
   CHECK(std::memcmp(g + 20 + 12, u.a.gid.raw + 12, 4) == 0);
   CHECK(std::memcmp(g + 20 + 16, u.b.gid.raw + 12, 4) == 0);
+  // ... and sl says so, as ConnectX's CQE does (UDP-encapsulated 0x8 | IPv4 0x2): UCX's
+  // ud_verbs reads it to find the destination address in those 40 bytes.
+  CHECK(wb[0].sl == 0xa);
+  CHECK(wb[1].sl == 0xa);
   CHECK(u.b->stats().rx_drop_reason[kRxDropBadQkey] == 1);
   // The controlled Q_Key: high bit set means "use my QP's Q_Key" (0x1000).
   REQUIRE(post_recv(u.b, u.qb1, {sge(u.b, 0x2000, 1024)}, 3) == 0);

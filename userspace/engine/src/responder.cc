@@ -378,6 +378,10 @@ void do_duplicate(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
   e.resp_ack(qp, psn_add(qp.resp_psn, -1), true);
 }
 
+// Wc::sl of a UD receive: the RoCE packet type, encoded as ConnectX's CQE does (below).
+constexpr uint8_t kWcSlRoceV2Ipv6 = 0x8 | 0x1;
+constexpr uint8_t kWcSlRoceV2Ipv4 = 0x8 | 0x2;
+
 void do_ud(Impl& e, Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta) {
   if (!take_rwqe(e, qp)) return count_drop(e, qp, kRxDropNoRecvWqe);
   const uint32_t len = pkt.payload_len;
@@ -412,6 +416,11 @@ void do_ud(Impl& e, Qp& qp, const sroce_pkt& pkt, const PacketMeta& meta) {
   Wc wc = recv_wc(qp, WcStatus::kSuccess);
   wc.src_qp = pkt.deth.sqpn;
   wc.wc_flags = kWcGrh;
+  // RoCEv2 has no SL on the wire; A17.4.5.1 wants the UD CQE to say whether the frame was
+  // IPv4 or IPv6, and verbs have no field for it but sl. We fill it as ConnectX does (its
+  // CQE's sl: bit 3 = UDP-encapsulated, bits 2:0 = L3 type, 1 IPv6, 2 IPv4), which is what
+  // UCX's ud_verbs reads to find the destination address in the buffer's first 40 bytes.
+  wc.sl = meta.src.is_ipv4() && meta.dst.is_ipv4() ? kWcSlRoceV2Ipv4 : kWcSlRoceV2Ipv6;
   if (pkt.op->flags & SROCE_HAS_IMMDT) {
     wc.imm_data = pkt.imm;
     wc.wc_flags |= kWcWithImm;

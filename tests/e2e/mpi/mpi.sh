@@ -1,0 +1,49 @@
+#!/bin/bash
+# mpi.sh STATE_DIR PROGRAM TLS [ARGS...]
+# Open MPI (pml ucx) runs PROGRAM as two ranks, one on each host of hosts.sh, over sroce0
+# with UCX transports TLS (e.g. rc_verbs or ud_verbs): mpirun and rank 0 on h1 under
+# sroce-run, rank 1 on h2 through rsh.sh. Each host gets its own hostname (a UTS namespace)
+# and an /etc/hosts naming both (ip netns exec binds /etc/netns/NS/hosts). Passes only if
+# mpirun exits 0, PROGRAM printed "mpi_check: ok", each rank ran on its own host, and UCX
+# reported the first transport of TLS on sroce0:1 as the tag lane of the ranks' endpoint.
+set -u
+here=$(dirname "$(readlink -f "$0")")
+state=$1
+prog=$2
+tls=$3
+shift 3
+tag=$(echo -n "$state" | md5sum | cut -c1-6)
+ns() { echo "sre2e-$tag-$1"; }
+for h in h1 h2; do
+  mkdir -p "/etc/netns/$(ns $h)"
+  printf '127.0.0.1 localhost\n10.77.0.1 sroce-h1\n10.77.0.2 sroce-h2\n' >"/etc/netns/$(ns $h)/hosts"
+done
+cleanup() { for h in h1 h2; do rm -rf "/etc/netns/$(ns $h)"; done; }
+trap cleanup EXIT
+out=$(mktemp /tmp/sroce-mpi.XXXXXX)
+export SROCE_E2E_STATE=$state
+# The UCX transports: TLS only (and "self" for a rank's messages to itself), on sroce0 only;
+# Open MPI's own TCP paths (oob) stay on the hosts' addresses.
+timeout -k 10 300 unshare --uts /bin/sh -c 'hostname sroce-h1; exec "$@"' sh \
+  "$here/../hosts.sh" run "$state" h1 -- \
+  mpirun --allow-run-as-root -np 2 --host sroce-h1:1,sroce-h2:1 \
+    --mca plm_rsh_agent "$here/rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca oob_tcp_if_include 10.77.0.0/24 \
+    --mca pml ucx --mca btl ^vader,tcp,openib,uct,smcuda --mca osc ucx \
+    --mca pml_ucx_verbose 0 \
+    -x UCX_TLS="$tls,self" -x UCX_NET_DEVICES=sroce0:1 -x UCX_LOG_LEVEL=info \
+    -x UCX_WARN_UNUSED_ENV_VARS=n \
+    "$prog" "$@" >"$out" 2>&1
+rc=$?
+cat "$out"
+ok=0
+grep -q '^mpi_check: ok$' "$out" || { echo "mpi.sh: no 'mpi_check: ok' line"; ok=1; }
+grep -q 'rank 0 of 2 on sroce-h1' "$out" || { echo "mpi.sh: rank 0 did not run on sroce-h1"; ok=1; }
+grep -q 'rank 1 of 2 on sroce-h2' "$out" || { echo "mpi.sh: rank 1 did not run on sroce-h2"; ok=1; }
+# UCX's own account of the endpoint between the ranks (UCX_LOG_LEVEL=info): its tag lane must
+# be the first transport of TLS, on sroce0.
+want="tag(${tls%%,*}/sroce0:1)"
+grep -qF "$want" "$out" || { echo "mpi.sh: UCX did not report $want for the ranks' endpoint"; ok=1; }
+rm -f "$out"
+[ "$rc" -eq 0 ] || echo "mpi.sh: mpirun exited $rc"
+[ "$rc" -eq 0 ] && [ "$ok" -eq 0 ]

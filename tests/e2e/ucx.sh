@@ -1,0 +1,36 @@
+#!/bin/bash
+# ucx.sh STATE_DIR PORT TLS TEST [ARGS...]
+# UCX's own benchmark (Debian's ucx-utils: ucx_perftest) across the two hosts of hosts.sh,
+# unchanged, through sroce-run: the server on h1, the client on h2 naming 10.77.0.1. TLS is
+# UCX_TLS (rc_verbs, ud_verbs, ...); UCX may use sroce0:1 only. TEST is a ucx_perftest test
+# (tag_bw, tag_lat, ucp_put_bw, ...; a UCT test such as put_bw also needs "-d sroce0:1 -x TL"
+# in ARGS). Passes only if both ends exit 0 and the client printed its final figures; prints
+# one JSON line {"test","tls","args","result","pass"} with the client's final line (also
+# appended to STATE_DIR/ucx.jsonl).
+set -u
+here=$(dirname "$(readlink -f "$0")")
+state=$1
+port=$2
+tls=$3
+test=$4
+shift 4
+env=(env UCX_TLS="$tls" UCX_NET_DEVICES=sroce0:1 UCX_WARN_UNUSED_ENV_VARS=n)
+out=$(mktemp /tmp/sroce-ucx.XXXXXX)
+trap 'rm -f "$out"' EXIT
+"$here/pair.sh" "$state" "$port" 180 \
+  "${env[@]}" ucx_perftest -p "$port" -t "$test" "$@" -- \
+  "${env[@]}" ucx_perftest 10.77.0.1 -p "$port" -t "$test" -f "$@" >"$out" 2>&1
+rc=$?
+cat "$out"
+# The client's summary (-f: only the final figures): the last row of numbers in its table.
+final=$(sed -n '/^=== client/,$p' "$out" | grep -E '^[ |]*[0-9]+[ |]+[0-9.]+[ |]+[0-9.]+' | tail -1 |
+  tr -s ' |' ' ')
+if [ "$rc" -eq 0 ] && [ -z "$final" ]; then
+  echo "ucx.sh: the client printed no final figures"
+  rc=1
+fi
+line=$(printf '{"test": "%s", "tls": "%s", "args": "%s", "result": "%s", "pass": %s}' \
+  "$test" "$tls" "$*" "${final# }" "$([ "$rc" -eq 0 ] && echo true || echo false)")
+echo "$line"
+echo "$line" >>"$state/ucx.jsonl"   # every run's line, for docs/clients.md
+exit "$rc"
