@@ -16,9 +16,10 @@ class ParseError(ValueError):
 
 
 def _table(text: str, must: str) -> tuple[list[str], list[list[str]]]:
-    """perftest's result table: the header line containing `must`, then its
+    """perftest's result table: the (last) header line containing `must`, then its
     data rows up to the next dashed separator."""
     lines = text.splitlines()
+    found = None
     for i, line in enumerate(lines):
         if must in line and line.lstrip().startswith("#bytes"):
             # "99% percentile[usec]" and "99.9% percentile[usec]" are one column each.
@@ -28,9 +29,15 @@ def _table(text: str, must: str) -> tuple[list[str], list[list[str]]]:
             for row in lines[i + 1:]:
                 if _SEP.match(row) or not row.strip():
                     break
+                # -H (--report-histogram) prints "#, usec" and one "N, value" line per
+                # sample under a first copy of the header; the summary follows a second one.
+                if "," in row:
+                    continue
                 rows.append(row.split())
             if rows:
-                return head, rows
+                found = (head, rows)
+    if found:
+        return found
     raise ParseError(f"no perftest result table (header with {must!r}) in:\n{text}")
 
 

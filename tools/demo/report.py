@@ -55,6 +55,9 @@ def roce_by_direction(work: str, tag: str) -> dict[str, dict[str, int]]:
     return res
 
 
+kRunSeconds = 3.0  # ib_write_bw -D 3 (demo.sh)
+
+
 def samples(work: str, host: str) -> list[tuple[float, dict]]:
     """(time, `sroce status --json`) of HOST's daemon, oldest first."""
     out = []
@@ -82,8 +85,14 @@ def per_qp(host_samples: list[tuple[float, dict]]) -> list[dict]:
     for qpn, e in seen.items():
         (t0, q0), (t1, q1) = e["first"], e["last"]
         dt = t1 - t0
-        gbps = (q1.get("tx_bytes", 0) - q0.get("tx_bytes", 0)) * 8 / dt / 1e9 if dt > 0 else 0.0
-        out.append({"qpn": qpn, "q": q1, "gbps": gbps, "seconds": dt, "series": e["series"]})
+        if dt > 0 and q1.get("tx_bytes", 0) > q0.get("tx_bytes", 0):
+            gbps, how = (q1.get("tx_bytes", 0) - q0.get("tx_bytes", 0)) * 8 / dt / 1e9, "sampled"
+        else:
+            # One sample only (a loaded machine samples slowly): the QP's bytes so far over
+            # the run's length (ib_write_bw -D 3), a lower bound of its mean rate.
+            gbps, how = q1.get("tx_bytes", 0) * 8 / kRunSeconds / 1e9, "mean"
+        out.append({"qpn": qpn, "q": q1, "gbps": gbps, "how": how, "seconds": dt,
+                    "series": e["series"]})
     return sorted(out, key=lambda e: -e["q"].get("tx_bytes", 0))
 
 
@@ -156,15 +165,17 @@ def main() -> int:
     s1 = samples(work, "h1")
     qps1 = [e for e in per_qp(s1) if e["q"].get("tx_bytes", 0) > 1 << 20]
     lines += ["", "per QP   (ib_write_bw, h1's daemon)   " + "   ".join(
-        f"{e['qpn']}: {e['gbps']:.2f} Gbit/s, {len(e['q'].get('lanes', [])) or 1} lane"
+        f"{e['qpn']}: {e['gbps']:.2f}{'' if e['how'] == 'sampled' else '*'} Gbit/s, {len(e['q'].get('lanes', [])) or 1} lane"
         f"{'s' if len(e['q'].get('lanes', [])) != 1 else ''}, retx {e['q'].get('retransmits', 0)}"
         for e in qps1[:2])]
     for i in range(2, len(qps1), 2):
         lines.append(" " * 39 + "   ".join(
-            f"{e['qpn']}: {e['gbps']:.2f} Gbit/s, {len(e['q'].get('lanes', [])) or 1} lanes, "
+            f"{e['qpn']}: {e['gbps']:.2f}{'' if e['how'] == 'sampled' else '*'} Gbit/s, {len(e['q'].get('lanes', [])) or 1} lanes, "
             f"retx {e['q'].get('retransmits', 0)}" for e in qps1[i:i + 2]))
     if not qps1:
         lines.append("         (no sample caught the QPs)")
+    elif any(e["how"] != "sampled" for e in qps1):
+        lines.append(" " * 9 + "* one sample only: bytes sent over the 3 s run (the machine sampled slowly)")
 
     spines: dict[str, dict[str, dict[str, int]]] = {}
     lines += ["", "per spine  RoCE packets entering each spine (the fabric's own counters)"]

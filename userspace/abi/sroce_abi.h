@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sroce application ABI: what the rdma-core provider (libsroce), the
- * daemon (sroced) and, later, the kernel module (rdma_sroce.ko) exchange.
+ * The sroce ABI: what the rdma-core provider (libsroce), the daemon (sroced)
+ * and the kernel module (rdma_sroce.ko) exchange (docs/provider.md,
+ * docs/sroced.md, docs/kmod.md).
  *
- * One set of messages for both paths: without the module, the provider sends
+ * Two paths, one set of operations. Without the module, the provider sends
  * them to sroced over a Unix SOCK_SEQPACKET socket (peer credentials checked
- * with SO_PEERCRED, file descriptors passed with SCM_RIGHTS); with the module,
- * the same structures travel through the module's control channel. Every
+ * with SO_PEERCRED, file descriptors passed with SCM_RIGHTS). With the
+ * module, applications use the kernel's uverbs; the module forwards each
+ * command to sroced through its control channel (/dev/sroce, the
+ * "kernel path" section below) as the same operation bodies, plus a kernel
+ * extension where pinned pages or the module's rings are involved, and the
+ * provider's driver data (sroce_ku*) carries the rings' mmap offsets. Every
  * field is fixed-width with explicit padding; sizes are pinned by the
  * static asserts at the end, so any layout change is a compile error.
  *
  * Data verbs never send messages: they go through shared-memory rings
  * (struct sroce_ring) with doorbells (an eventfd the daemon sleeps on when
- * idle). Completions and events come back the same way.
+ * idle, or a uverbs post with no work request on the kernel path).
+ * Completions and events come back the same way.
  */
 #ifndef SROCE_ABI_H
 #define SROCE_ABI_H
