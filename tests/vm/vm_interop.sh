@@ -28,7 +28,7 @@ SRO_V6=fd77::2
 
 echo "== modules"
 # rxe computes its ICRC with the crypto API's "crc32", a module nothing loads for it here.
-for m in veth ib_core ib_uverbs crc32_generic rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm virtio_blk; do
+for m in virtio_pci veth ib_core ib_uverbs crc32_generic rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm virtio_blk; do
 	modprobe "$m" || fail "modprobe $m"
 done
 expect "modprobe rdma_sroce" modprobe rdma_sroce call_timeout_ms=5000
@@ -97,6 +97,10 @@ for d in rxe0 sroce0; do
 	done
 done
 
+# rxe reports its drops (bad ICRC among them) with dynamic debug on 6.1: switch it on.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo "module rdma_rxe +p" >/sys/kernel/debug/dynamic_debug/control 2>/dev/null ||
+	echo "INFO no dynamic debug for rdma_rxe"
 # UDP GSO (sroced's default: one sendmsg per batch of same-size packets): Linux 6.1 gives
 # the segments of one GSO send consecutive IPv4 ids (0, 1, 2, ...), while sroce computed
 # every ICRC with id 0, so rxe drops all but the first (docs/interop.md). Shown once with
@@ -107,12 +111,13 @@ sleep 2
 timeout 40 $NS ibv_rc_pingpong -d sroce0 -g "$SG4" -n 5 -s 4096 $RXE_V4 >/tmp/cli.out 2>&1
 grc=$?
 wait "$gp"
-echo "INFO with GSO: ibv_rc_pingpong sroce->rxe exit $grc; rxe bad ICRC reports: $(dmesg | grep -c 'bad ICRC')"
+echo "INFO with GSO: ibv_rc_pingpong sroce->rxe exit $grc; rxe bad ICRC reports: $(dmesg | grep -ci 'bad icrc')"
+dmesg | grep -i rxe | grep -v -E "added|active|loaded" | sed 's/\[ *[0-9.]*\]//' | sort | uniq -c | sort -rn | head -n 8 | sed 's/^/    INFO rxe: /'
 grep -E "Failed|bytes in" /tmp/cli.out | sed 's/^/    /'
 stop_sroced
 printf '[datapath]\ngso = false\n' >/tmp/sroced-nogso.toml
 start_sroced --config /tmp/sroced-nogso.toml
-ICRC_BASE=$(dmesg | grep -c 'bad ICRC')
+ICRC_BASE=$(dmesg | grep -ci 'bad icrc')
 
 # The capture of the first sessions (IPv4 and IPv6 pingpongs), for tshark on the host.
 DUMPCAP=""
@@ -146,8 +151,8 @@ pair() {
 		pass "$name"
 	else
 		fail "$name (server $src, client $crc)"
-		sed 's/^/    server: /' /tmp/srv.out | tail -n 12
-		sed 's/^/    client: /' /tmp/cli.out | tail -n 12
+		sed "s/^/    server: /" /tmp/srv.out | grep -v -E "^    server: *(PCIe|ibv_wr|CQ Mod|Mtu|Link type|GID index|Outstand|rdma_cm|Data ex|TX depth|Connection type|Number of qps|Dual-port|Device|Using SRQ)" | tail -n 12
+		sed "s/^/    client: /" /tmp/cli.out | grep -v -E "^    client: *(PCIe|ibv_wr|CQ Mod|Mtu|Link type|GID index|Outstand|rdma_cm|Data ex|TX depth|Connection type|Number of qps|Dual-port|Device|Using SRQ)" | tail -n 12
 	fi
 }
 # Both directions of one program: the server on sroce (rxe's client sends first), then on
@@ -204,7 +209,7 @@ pair "ib_send_bw -R sroce->rxe" 120 rxe "ib_send_bw -R -d rxe0 -F -s 16384 -n 20
 # ICRC counters for good traffic: sroced's rx_bad_icrc, rxe's "bad ICRC" reports (rxe has
 # no ICRC counter in `rdma statistic`; it warns per bad packet, rate-limited).
 sroce_ctr() { $NS sroce status --json --dev sroce0 2>/dev/null | tr ',{}' '\n\n\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n1; }
-rxe_bad() { dmesg | grep -c "bad ICRC"; }
+rxe_bad() { dmesg | grep -ci "bad icrc"; }
 echo "== counters after good traffic"
 echo "INFO rdma statistic: $(rdma statistic show link rxe0/1 2>&1 | tr '\n' ' ')"
 bad0=$(sroce_ctr rx_bad_icrc)
@@ -222,7 +227,7 @@ echo "== one corrupted frame each way"
 # flips one payload byte (the ICRC no longer matches, the IP/UDP headers still do) and
 # sends it on. Runs beside a live pingpong so the frame targets a live QP.
 if command -v python3 >/dev/null && [ -r /test/bin/corrupt_frame.py ]; then
-	timeout 60 ibv_rc_pingpong -d sroce0 -g "$SG4" -n 300 -s 1024 >/tmp/srv.out 2>&1 &
+	timeout 60 $NS ibv_rc_pingpong -d sroce0 -g "$SG4" -n 300 -s 1024 >/tmp/srv.out 2>&1 &
 	sp=$!
 	python3 /test/bin/corrupt_frame.py ifr $SRO_V4 >/tmp/cf1.out 2>&1 &
 	c1=$!
