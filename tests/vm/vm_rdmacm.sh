@@ -99,8 +99,8 @@ rdmacm_main() {
 		spid=$!
 		wait_for 30 tcp_listening 18516 $NS2 ||
 			echo "    note: sroce-datacheck's server does not listen after 30 s"
-		timeout 180 $IP netns exec $NS1 sroce-datacheck -d sroce3 -g "${g3:-0}" -p 18516 -n 160 \
-			-s 32768 $A2 >/tmp/cli.out 2>&1
+		timeout 180 $IP netns exec $NS1 sroce-datacheck -d sroce3 -g "${g3:-0}" -p 18516 -n 48 \
+			-s 16384 $A2 >/tmp/cli.out 2>&1
 		crc=$?
 		wait "$spid"
 		src=$?

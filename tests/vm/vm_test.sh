@@ -172,8 +172,8 @@ if command -v sroced >/dev/null && command -v ibv_devinfo >/dev/null; then
 	# Every byte of every operation (tests/lib/datacheck): SEND, SEND with immediate, WRITE,
 	# WRITE with immediate, READ, both atomics, random sizes and offsets.
 	if command -v sroce-datacheck >/dev/null; then
-		client_server "sroce-datacheck (every byte of 160 steps, all operations)" 180 \
-			sroce-datacheck -d sroce0 -g "$G" -p 18515 -n 160 -s 32768 -- 127.0.0.1
+		client_server "sroce-datacheck (every byte of 48 steps, all operations)" 180 \
+			sroce-datacheck -d sroce0 -g "$G" -p 18515 -n 48 -s 16384 -- 127.0.0.1
 		echo "SUMMARY sroce-datacheck: $(grep -E 'client (OK|FAIL)' /tmp/cli.out | head -n1)"
 	fi
 	client_server "ib_write_bw" 90 ib_write_bw -d sroce0 -x "$G" -s 65536 -n 200 -F -- 127.0.0.1

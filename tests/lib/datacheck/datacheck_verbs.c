@@ -255,7 +255,10 @@ int dc_connect_qp(struct dc_ctx *c, uint32_t qpn, uint32_t psn, const union ibv_
 		fprintf(stderr, "datacheck: QP to RTR: %s\n", strerror(errno));
 		return -1;
 	}
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+	/* A checker of data, not of speed: timeout 18 (4.096 us x 2^18 = 1.07 s) x 7 retries
+	 * rides out a daemon starved for seconds (a loaded TCG VM stalled the default 14,
+	 * 67 ms, into "retry counter exceeded"). */
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 7,
 				 .rnr_retry = 7, .sq_psn = c->psn, .max_rd_atomic = c->rd_atom};
 	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
