@@ -568,13 +568,15 @@ int test_huge() {
   Setup s;
   EXPECT(s.start(), 1);
   int va[2], go[2], vres[2], ares[2], hold[2];
-  EXPECT(pipe(va) == 0 && pipe(go) == 0 && pipe(vres) == 0 && pipe(ares) == 0 && pipe(hold) == 0, 1);
+  EXPECT(pipe(va) == 0 && pipe(go) == 0 && pipe(vres) == 0 && pipe(ares) == 0, 1);
   pid_t v = spawn_as(kVictim, {"victim-huge", s.da->socket(), s.db->socket(), s.ns.addr_a, s.ns.addr_b,
                                std::to_string(va[1]), std::to_string(go[0]), std::to_string(vres[1])});
   uint64_t victim_va = 0;
   EXPECT(wait_readable(va[0], 60000) && read(va[0], &victim_va, sizeof victim_va) == sizeof victim_va, 1);
   char hex[32];
   snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(victim_va));
+  // Only we hold the write end (close-on-exec: not the attacker, and the victim is older).
+  EXPECT(pipe(hold) == 0 && fcntl(hold[1], F_SETFD, FD_CLOEXEC) == 0, 1);
   pid_t a = spawn_as(kAttacker, {"attacker-huge", s.da->socket(), s.db->socket(), s.ns.addr_a, s.ns.addr_b,
                                  std::to_string(ares[1]), hex, std::to_string(hold[0])});
   close(ares[1]);
