@@ -223,6 +223,7 @@ void Analyzer::loss_blames(std::vector<Obs> obs, const std::set<std::string>& wi
   size_t total_fail = 0;
   for (const auto& x : obs) total_fail += x.fail;
   const double p0 = base_loss_ + 0.002;
+  const size_t window_fail = total_fail;
   std::set<std::string> cleared;  // exonerated in an earlier round: not blamed in a later one
   for (int round = 0; round < 3 && total_fail > 0; ++round) {
     std::map<int, unsigned> n, f;
@@ -236,6 +237,9 @@ void Analyzer::loss_blames(std::vector<Obs> obs, const std::set<std::string>& wi
       const unsigned fc = f[c];
       if (fc < o_.min_failures || static_cast<double>(fc) / nc < o_.min_loss) continue;
       if (cleared.count(comp_names_[c])) continue;
+      // A further fault must explain a real share of the window's failures, not the few a
+      // path learnt a second late leaves over from the first.
+      if (round > 0 && fc < window_fail / 20) continue;
       if (binom_upper(nc, fc, p0) >= 1e-6) continue;
       cands.push_back(c);
     }
