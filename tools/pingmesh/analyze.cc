@@ -126,6 +126,7 @@ Analyzer::Analyzer(const Topology& topo, const Records& rec, const AnalyzeOption
     b1_ = rec.t_min + 10;
   }
   for (const auto& p : rec.paths) paths_[key3(p.src, p.dst, p.sport)].push_back(&p);
+  base_use_ = tor_uplink_use(b1_);
   std::map<std::string, std::vector<double>> rtt, resp, prober;
   size_t n = 0, f = 0;
   for (const auto& p : rec.probes) {
@@ -170,30 +171,60 @@ std::vector<std::string> Analyzer::path_nodes(const std::string& src, const std:
   return nodes;
 }
 
+std::string Analyzer::link_name(const std::string& a, const std::string& b) const {
+  bool ta = false, tb = false;
+  for (const auto& h : topo_.hosts) {
+    ta = ta || h.tor == a;
+    tb = tb || h.tor == b;
+  }
+  if (ta && !tb) return a + "-" + b;
+  if (tb && !ta) return b + "-" + a;
+  return a < b ? a + "-" + b : b + "-" + a;
+}
+
+std::map<std::string, unsigned> Analyzer::tor_uplink_use(double t) const {
+  std::map<std::string, unsigned> use;
+  for (const auto& [k, v] : paths_) {
+    const PathRec* cur = nullptr;
+    for (const PathRec* p : v) {
+      if (p->t > t) break;
+      cur = p;
+    }
+    if (!cur) continue;
+    const std::string tor = cur->hops.empty() ? "" : topo_.node(cur->hops[0]);
+    const TopoHost* src = topo_.host_by_addr(cur->src);
+    if (!src || tor != src->tor || cur->hops.size() < 2 || cur->hops[1].empty()) continue;
+    ++use[link_name(tor, topo_.node(cur->hops[1]))];
+  }
+  return use;
+}
+
+std::set<std::string> Analyzer::withdrawn_links(double t) const {
+  std::set<std::string> out;
+  const auto now = tor_uplink_use(t);
+  for (const auto& [l, n] : base_use_)
+    if (n >= 2 && !now.count(l)) out.insert(l);
+  return out;
+}
+
 void Analyzer::add_links(const std::vector<std::string>& nodes, std::vector<int>& comps) const {
-  std::set<std::string> tors;
-  for (const auto& h : topo_.hosts) tors.insert(h.tor);
   for (size_t i = 0; i + 1 < nodes.size(); ++i) {
     const std::string& a = nodes[i];
     const std::string& b = nodes[i + 1];
     if (a.empty() || b.empty() || a == b) continue;
     if (topo_.host_by_name(a) || topo_.host_by_name(b)) continue;  // a host's link is the host
-    std::string name;
-    if (tors.count(a) && !tors.count(b))
-      name = a + "-" + b;
-    else if (tors.count(b) && !tors.count(a))
-      name = b + "-" + a;
-    else
-      name = a < b ? a + "-" + b : b + "-" + a;
-    const int id = comp_id(name);
+    const int id = comp_id(link_name(a, b));
     if (std::find(comps.begin(), comps.end(), id) == comps.end()) comps.push_back(id);
   }
 }
 
-void Analyzer::loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const {
+void Analyzer::loss_blames(std::vector<Obs> obs, const std::set<std::string>& withdrawn,
+                           std::vector<Blame>& out) const {
   size_t total_fail = 0;
   for (const auto& x : obs) total_fail += x.fail;
   const double p0 = base_loss_ + 0.002;
+  const size_t window_fail = total_fail;
+  std::set<std::string> cleared;  // exonerated in an earlier round: not blamed in a later one
   for (int round = 0; round < 3 && total_fail > 0; ++round) {
     std::map<int, unsigned> n, f;
     for (const auto& x : obs)
@@ -205,6 +236,10 @@ void Analyzer::loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const 
     for (const auto& [c, nc] : n) {
       const unsigned fc = f[c];
       if (fc < o_.min_failures || static_cast<double>(fc) / nc < o_.min_loss) continue;
+      if (cleared.count(comp_names_[c])) continue;
+      // A further fault must explain a real share of the window's failures, not the few a
+      // path learnt a second late leaves over from the first.
+      if (round > 0 && fc < window_fail / 20) continue;
       if (binom_upper(nc, fc, p0) >= 1e-6) continue;
       cands.push_back(c);
     }
@@ -231,10 +266,14 @@ void Analyzer::loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const 
     // for the group's loss rate was seen on healthy paths.
     std::vector<int> remain;
     nlohmann::json exonerated = nlohmann::json::array();
+    // Only what was seen while the fault was there counts: the window also holds the clean
+    // probes from before the first failure.
+    double since = 1e300;
+    for (size_t i : fails[best]) since = std::min(since, obs[i].t);
     for (int c : group) {
       unsigned ne = 0, fe = 0;
       for (const auto& x : obs) {
-        if (std::find(x.comps.begin(), x.comps.end(), c) == x.comps.end()) continue;
+        if (x.t < since || std::find(x.comps.begin(), x.comps.end(), c) == x.comps.end()) continue;
         bool other = false;
         for (int g : group)
           if (g != c && std::find(x.comps.begin(), x.comps.end(), g) != x.comps.end()) other = true;
@@ -251,8 +290,23 @@ void Analyzer::loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const 
       }
     }
     if (remain.empty()) remain = group;
+    // A link its ToR took out of its ECMP set is down; the members the far end still routes
+    // over are not (the end-to-end probes cannot tell them apart: every path over the spine
+    // crosses both).
+    if (remain.size() > 1) {
+      std::vector<int> w;
+      for (int c : remain)
+        if (withdrawn.count(comp_names_[c])) w.push_back(c);
+      if (!w.empty() && w.size() < remain.size()) {
+        for (int c : remain)
+          if (!withdrawn.count(comp_names_[c]))
+            exonerated.push_back({{"element", comp_names_[c]}, {"reason", "still routed by its ToR"}});
+        remain = w;
+      }
+    }
     std::sort(remain.begin(), remain.end(), [&](int a, int b) { return comp_names_[a] < comp_names_[b]; });
     Blame b;
+    b.evidence = nlohmann::json::object();
     bool all_hosts = true;
     for (int c : remain) {
       b.element += (b.element.empty() ? "" : "|") + comp_names_[c];
@@ -272,9 +326,12 @@ void Analyzer::loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const 
     }
     b.confidence = static_cast<double>(explained) / static_cast<double>(total_fail) /
                    static_cast<double>(remain.size());
-    b.evidence = {{"failures", f[best]}, {"probes", n[best]}, {"loss", ratio(best)},
+    for (const auto& e : exonerated) cleared.insert(e["element"].get<std::string>());
+    for (int c : remain)
+      if (withdrawn.count(comp_names_[c])) b.evidence["withdrawn_by_tor"] = true;
+    b.evidence.update({{"failures", f[best]}, {"probes", n[best]}, {"loss", ratio(best)},
                   {"explained_failures", explained}, {"window_failures", total_fail},
-                  {"exonerated", exonerated}};
+                  {"exonerated", exonerated}});
     if (b.kind == "host") {
       const std::string& h = comp_names_[remain.front()];
       const TopoHost* th = topo_.host_by_name(h);
@@ -299,6 +356,7 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
   std::map<std::string, std::vector<double>> rtt, resp, prober;
   std::map<std::string, std::array<unsigned, 2>> tor_mesh;  // host -> {probes, failures}
   unsigned n_ud = 0, f_ud = 0, n_hop = 0;
+  std::map<std::string, std::array<unsigned, 2>> pair_fail;  // src>dst>sport -> {probes, failed}
   auto after = [](const auto& v, double x) {
     return std::upper_bound(v.begin(), v.end(), x, [](double a, const auto& r) { return a < r.t; });
   };
@@ -306,12 +364,16 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
     const ProbeRec& p = *it;
     Obs x;
     x.fail = !p.ok;
+    x.t = p.t;
     const std::string s = topo_.node(p.src), d = topo_.node(p.dst);
     x.comps.push_back(comp_id(s));
     x.comps.push_back(comp_id(d));
     add_links(path_nodes(p.src, p.dst, p.sport, p.t), x.comps);
     add_links(path_nodes(p.dst, p.src, p.sport, p.t), x.comps);
     obs.push_back(std::move(x));
+    auto& pf = pair_fail[key3(p.src, p.dst, p.sport)];
+    ++pf[0];
+    pf[1] += !p.ok;
     ++n_ud;
     f_ud += !p.ok;
     if (p.kind == "tor")
@@ -327,6 +389,13 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
   for (auto it = after(rec_.hops, lo); it != rec_.hops.end() && it->t <= t; ++it) {
     const HopRec& h = *it;
     if (h.ttl == 0 || h.ttl > o_.symmetric_ttl) continue;
+    // A silent router is evidence of loss only where the pair's probes mostly get through:
+    // where they do not, the router is silent for the same reason (no route onwards; its
+    // unreachable errors are rate-limited), not because the way to it is lossy.
+    if (h.hop.empty()) {
+      const auto& pf = pair_fail[key3(h.src, h.dst, h.sport)];
+      if (pf[0] == 0 || 2 * pf[1] >= pf[0]) continue;
+    }
     auto nodes = path_nodes(h.src, h.dst, h.sport, h.t);
     nodes.resize(std::min<size_t>(nodes.size(), h.ttl + 1));  // src + hops up to this TTL
     if (nodes.size() != h.ttl + 1) continue;
@@ -334,13 +403,14 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
     if (nodes.back().empty()) continue;
     Obs x;
     x.ud = false;
-    x.fail = !h.ok;
+    x.fail = h.hop.empty();  // any answer (time exceeded or unreachable) came back that way
+    x.t = h.t;
     x.comps.push_back(comp_id(topo_.node(h.src)));
     add_links(nodes, x.comps);
     obs.push_back(std::move(x));
     ++n_hop;
   }
-  loss_blames(std::move(obs), r.blames);
+  loss_blames(std::move(obs), withdrawn_links(t), r.blames);
   for (auto& b : r.blames)
     if (b.kind == "host" && tor_mesh.count(b.element)) {
       const auto& tm = tor_mesh[b.element];

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,12 +95,19 @@ class Analyzer {
     std::vector<int> comps;  // component ids
     bool fail = false;
     bool ud = true;
+    double t = 0;
   };
   std::vector<std::string> path_nodes(const std::string& src, const std::string& dst, uint16_t sport,
                                       double t) const;
   void add_links(const std::vector<std::string>& nodes, std::vector<int>& comps) const;
   int comp_id(const std::string& name) const;
-  void loss_blames(std::vector<Obs> obs, std::vector<Blame>& out) const;
+  void loss_blames(std::vector<Obs> obs, const std::set<std::string>& withdrawn,
+                   std::vector<Blame>& out) const;
+  // Links a ToR stopped sending on: used by the traced paths at the end of the baseline in the
+  // ToR -> spine direction, by none at time t (the ToR's routing took the link out).
+  std::set<std::string> withdrawn_links(double t) const;
+  std::map<std::string, unsigned> tor_uplink_use(double t) const;
+  std::string link_name(const std::string& a, const std::string& b) const;
 
   const Topology& topo_;
   const Records& rec_;
@@ -110,6 +118,7 @@ class Analyzer {
   std::map<std::string, double> base_resp_;  // host -> p50 responder delay, ns
   std::map<std::string, double> base_prober_;
   std::map<std::string, std::vector<const PathRec*>> paths_;  // "src>dst>sport" -> by time
+  std::map<std::string, unsigned> base_use_;                  // ToR uplink -> paths at baseline end
   mutable std::map<std::string, int> comp_ids_;
   mutable std::vector<std::string> comp_names_;
 };

@@ -160,23 +160,33 @@ def busy_bursts(pid: int, seconds: float, stop_s: float = 0.4, run_s: float = 0.
 
 
 def judge(steps: list[dict], t0: float, t1: float, expected: str | None) -> dict:
+    """blamed: every label named in [t0, t1]. A group naming the expected element among
+    others ("l1-s3|l2-s3/link": the probes could not yet separate them) is listed under
+    ambiguous, not counted as a wrong blame; anything else is wrong."""
     blamed: list[str] = []
+    ambiguous: list[str] = []
     detect = None
+    exp_elem, _, exp_kind = (expected or "").partition("/")
     for s in steps:
         if s["t"] < t0 or s["t"] > t1:
             continue
         for b in s["blames"]:
             label = f"{b['element']}/{b['kind']}"
+            if expected and label != expected and b["kind"] == exp_kind and \
+                    exp_elem in b["element"].split("|"):
+                if label not in ambiguous:
+                    ambiguous.append(label)
+                continue
             if label not in blamed:
                 blamed.append(label)
             if label == expected and detect is None:
                 detect = round(s["t"] - t0, 1)
     if expected is None:
-        correct = not blamed
+        correct = not blamed and not ambiguous
     else:
         correct = blamed == [expected] and detect is not None and detect <= FAULT_S
-    return {"blamed": blamed, "expected": expected or "nothing", "correct": correct,
-            "detect_s": detect}
+    return {"blamed": blamed, "ambiguous": ambiguous, "expected": expected or "nothing",
+            "correct": correct, "detect_s": detect}
 
 
 def main() -> int:
