@@ -120,7 +120,7 @@ class Engine::Impl {
   // fence, so once they return no in-flight work touches that memory again: the requester
   // completes with IBV_WC_LOC_PROT_ERR, the responder NAKs a remote access error.
   uint64_t mr_ref(const eng::Mr& mr) const {
-    const auto s = static_cast<uint32_t>(&mr - &mrs_[0]);
+    const uint32_t s = mr.slot;
     return (uint64_t{s} << 32) | mr_fence_[s];
   }
   bool mr_live(uint64_t ref) const {
@@ -129,7 +129,7 @@ class Engine::Impl {
     const eng::Mr& m = mrs_[s];
     return !m.invalidated && (m.kind == 0 || !mrs_[m.mw_mr].invalidated);
   }
-  void fence_mr(const eng::Mr& mr) { ++mr_fence_[static_cast<uint32_t>(&mr - &mrs_[0])]; }
+  void fence_mr(const eng::Mr& mr) { ++mr_fence_[mr.slot]; }
   void seek_cursor(const Sge* sges, uint32_t n, uint32_t off, uint32_t* idx, uint32_t* in);
 
   // memory windows and invalidation (mw.cc)

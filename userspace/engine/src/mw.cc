@@ -48,6 +48,7 @@ Result<MwKeys> Engine::Impl::alloc_mw(Handle pd, uint8_t type) {
   if (s == kNone)
     return err(ENOMEM, "alloc_mw: all " + std::to_string(cfg_.max_mrs) + " MRs/MWs in use");
   Mr& mw = mrs_[s];
+  mw.slot = s;
   const uint32_t id = mrs_.id(s);
   const uint32_t k = key_bits();
   mw.kind = type;
@@ -76,7 +77,7 @@ Result<void> Engine::Impl::dealloc_mw(Handle h) {
   mw_unbind(*mw);
   --pds_[mw->pd].refs;
   fence_mr(*mw);
-  mrs_.release(static_cast<uint32_t>(mw - &mrs_[0]));
+  mrs_.release(mw->slot);
   return {};
 }
 
@@ -109,7 +110,7 @@ WcStatus Engine::Impl::mw_bind(Qp& qp, const SendWqe& w) {
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(mr->access & kAccessLocalWrite))
     return WcStatus::kMwBindErr;
   if (!covers(*mr, addr, length)) return WcStatus::kMwBindErr;  // the window lies in the MR
-  const uint32_t mr_slot = static_cast<uint32_t>(mr - &mrs_[0]);
+  const uint32_t mr_slot = mr->slot;
   mw_unbind(*mw);  // type 1: a bind replaces the previous binding
   mw->mw_mr = mr_slot;
   ++mr->mw_bound;

@@ -149,6 +149,7 @@ Result<MrKeys> Engine::Impl::reg_mr_host(Handle pd, uint64_t addr, uint64_t leng
   const uint32_t s = mrs_.alloc();
   if (s == kNone) return err(ENOMEM, "reg_mr: all " + std::to_string(cfg_.max_mrs) + " MRs in use");
   Mr& mr = mrs_[s];
+  mr.slot = s;
   const uint32_t id = mrs_.id(s);
   // The low byte of a key is a per-registration "key" byte (IBA 10.6).
   const uint32_t k = key_bits();
@@ -170,7 +171,7 @@ Result<void> Engine::Impl::dereg_mr(uint32_t lkey) {
     return err(EBUSY, "dereg_mr: " + std::to_string(mr->mw_bound) + " memory windows bound");
   --pds_[mr->pd].refs;
   fence_mr(*mr);  // in-flight work using it ends in error (mr_live)
-  mrs_.release(static_cast<uint32_t>(mr - &mrs_[0]));
+  mrs_.release(mr->slot);
   return {};
 }
 

@@ -17,6 +17,9 @@ struct Pd {
 };
 
 struct Mr {
+  // Its own slot in the MR table (set at allocation): the table is built in
+  // segments, so a slot is never a pointer difference.
+  uint32_t slot = 0;
   uint32_t lkey = 0;
   uint32_t rkey = 0;
   uint32_t pd = 0;    // PD slot
