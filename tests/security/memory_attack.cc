@@ -462,7 +462,10 @@ struct Setup {
     if (!ns.ok()) return false;
     const std::vector<std::string> policy = {
         "--set", "control.socket_mode=0o666", "--set",
-        "control.allow_uids=[" + std::to_string(kAttacker) + "," + std::to_string(kVictim) + "]"};
+        "control.allow_uids=[" + std::to_string(kAttacker) + "," + std::to_string(kVictim) + "]",
+        // The huge-range attack tests MR ownership, not the per-uid byte limit (security.limits
+        // does), which would refuse its 127 TB registration before ownership is reached.
+        "--set", "limits.mr_bytes_per_uid=9223372036854775807"};
     auto args = [&](const std::string& addr) {
       std::vector<std::string> a = {"--address", addr};
       a.insert(a.end(), policy.begin(), policy.end());
