@@ -49,7 +49,7 @@ build-fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 test-unit: build build-asan
-	cd $(ASAN_BUILD) && ctest -LE vm --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest -LE 'vm|eval' --output-on-failure -j $(JOBS)
 
 # The release tree's share of `make test`: the engine, proto and cc unit tests and the
 # simulator scenarios at -O2 (optimiser-only bugs; a minute). Everything runs under ASan too.
@@ -85,7 +85,7 @@ test: build build-asan build-fuzz
 	@rm -rf $(_results) && mkdir -p $(_results)
 	-cd $(BUILD) && ctest -R '$(SMOKE_TESTS)' --output-on-failure -j $(JOBS) \
 		--output-junit $(_results)/release.xml
-	-cd $(ASAN_BUILD) && ctest -LE vm --output-on-failure -j $(JOBS) \
+	-cd $(ASAN_BUILD) && ctest -LE 'vm|eval' --output-on-failure -j $(JOBS) \
 		--output-junit $(_results)/asan.xml
 	-cd $(ASAN_BUILD) && ctest -L vm --output-on-failure --output-junit $(_results)/vm.xml
 	-cd $(FUZZ_BUILD) && SROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure \
