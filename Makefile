@@ -21,6 +21,11 @@ GENERATOR  := -G Ninja
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
+# ccache (SROCE_CCACHE in CMakeLists.txt): paths under the checkout are hashed relative to
+# it, so a second checkout (a worktree, CI's clean clone elsewhere) hits the same cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 .PHONY: all deps build build-asan build-fuzz test test-release test-security test-unit test-fuzz test-e2e test-vm kmod demo demo-sim bench bench-e2e bench-dpdk bench-ebpf clean defconfig menuconfig install deb
 
 all: build

@@ -63,7 +63,7 @@ World* world() {
     env.netdev = "lo";
     env.watch = [x](int fd, uint64_t k) { x->keys[fd] = k; };
     env.unwatch = [x](int fd) { x->keys.erase(fd); };
-    env.stats_json = [](uint32_t) { return std::string("{}"); };
+    env.stats_json = [](uint32_t, uid_t) { return std::string("{}"); };
     x->svc = std::make_unique<Service>(std::move(env));
     FUZZ_CHECK(x->svc->listen().ok());
     return x;
