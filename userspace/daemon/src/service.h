@@ -107,12 +107,12 @@ class Service {
 
   const ServiceStats& stats() const { return stats_; }
   size_t context_count() const { return contexts_.size(); }
-  // Objects alive across all contexts (for tests and `sroce status`).
-  ObjectCounts object_counts() const;
   // `viewer`: the caller's uid; root (and the daemon's own uid) sees all.
   std::string contexts_json(uid_t viewer = 0) const;
   std::string qps_json(uid_t viewer = 0) const;
-  ObjectCounts object_counts(uid_t viewer) const;
+  // Objects alive in the contexts `viewer` may see (all of them for root: tests and
+  // `sroce status`).
+  ObjectCounts object_counts(uid_t viewer = 0) const;
   bool sees_all(uid_t viewer) const;
   const LimitStats& limit_stats() const { return limit_stats_; }
   // The HELLO timeout and the accept pause (service_limits.cc).

@@ -516,18 +516,4 @@ void Service::shutdown() {
   }
 }
 
-ObjectCounts Service::object_counts() const {
-  ObjectCounts n;
-  for (const auto& [id, c] : contexts_) {
-    n.pds += c->pds.size();
-    n.mrs += c->mrs.size();
-    n.cqs += c->cqs.size();
-    n.qps += c->qps.size();
-    n.srqs += c->srqs.size();
-    n.ahs += c->ahs.size();
-    n.channels += c->channels.size();
-  }
-  return n;
-}
-
 }  // namespace sroce::daemon

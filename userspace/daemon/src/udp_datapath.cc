@@ -34,6 +34,19 @@ void set_buf(int fd, int force_opt, int opt, uint32_t bytes) {
   if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof v) != 0) setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
 }
 
+// Binds the well-known port, waiting up to 2 s while it is taken. A daemon that was killed
+// leaves its sockets registered with its io_uring, and the kernel releases those only when
+// the ring's deferred teardown runs, after the process has been reaped: a restart at once
+// (systemd's Restart=, a test) can find the port still bound for a moment. Another sroced
+// that really holds the port still gets the error, 2 s later.
+int bind_when_free(int fd, const sockaddr* a, socklen_t len) {
+  for (int i = 0;; ++i) {
+    if (bind(fd, a, len) == 0) return 0;
+    if (errno != EADDRINUSE || i == 40) return -1;
+    usleep(50'000);
+  }
+}
+
 size_t hash_port(const Gid& src, uint16_t sport, size_t mask) {
   uint64_t a, b;
   memcpy(&a, src.raw, 8);
@@ -99,7 +112,7 @@ Result<void> UdpDatapath::open_rx6() {
   any.sin6_family = AF_INET6;
   any.sin6_port = htons(cfg_.port);
   any.sin6_addr = in6addr_any;
-  if (bind(rx6_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
+  if (bind_when_free(rx6_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
     return sys_error(fmt::format("bind([::]:{}) (datapath.port)", cfg_.port));
   return {};
 }
@@ -125,7 +138,7 @@ Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs, std::span<
   sockaddr_in any{};
   any.sin_family = AF_INET;
   any.sin_port = htons(cfg_.port);
-  if (bind(rx_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
+  if (bind_when_free(rx_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
     return sys_error(fmt::format("bind(0.0.0.0:{}) (datapath.port; is another sroced running?)", cfg_.port));
   if (!local_addrs6_.empty()) {
     auto r6 = open_rx6();
