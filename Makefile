@@ -146,7 +146,7 @@ bench-cc: build
 # (minutes on 2 cores; the seeds and sizes are the ones in their header lines);
 # bench-ltp runs ltp-eval at full size and draws docs/results/ltp*.png.
 .PHONY: ltp-train bench-ltp
-LTP_TRAIN_ARGS ?= --seed 1 --gens 80 --pop 16 --envs 6 --val-envs 16
+LTP_TRAIN_ARGS ?= --seed 1 --gens 60 --pop 16 --envs 6 --val-envs 16
 ltp-train: build
 	$(BUILD)/bin/ltp-train --variant full $(LTP_TRAIN_ARGS) --out userspace/cc/ltp/weights/full.txt
 	$(BUILD)/bin/ltp-train --variant noprobe $(LTP_TRAIN_ARGS) --out userspace/cc/ltp/weights/noprobe.txt

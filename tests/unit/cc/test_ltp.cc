@@ -224,3 +224,15 @@ TEST_CASE("ltp: cost per decision (benchmark line)", "[ltp][bench]") {
   CHECK(sink > 0);
   CHECK(rate > 0);
 }
+
+TEST_CASE("ltp filter: a standing queue does not pass for a longer base RTT", "[ltp]") {
+  // 10 MIs without a queue, then 60 with a queue of 6 base RTTs standing.
+  LtpFilter f;
+  for (int i = 0; i < 10; ++i) REQUIRE(f.update(mi(0.2, 0.5, 0.0, 1.0)));
+  for (int i = 0; i < 60; ++i) {
+    LtpObservation o = mi(0.5, 0.5, 0.0, 7.0);  // min and mean RTT 7 x base
+    REQUIRE(f.update(o));
+  }
+  INFO("d estimate " << f.rtt_mean());
+  CHECK(f.rtt_mean() < 1.3);
+}

@@ -57,6 +57,7 @@ void LtpFilter::reset() {
   pc_.fill(1.0f / kRateBins);
   pd_.fill(1.0f / kRttBins);
   saturated_ = false;
+  rtt_floor_ = 0;
 }
 
 template <size_t N>
@@ -87,14 +88,17 @@ bool LtpFilter::update(const LtpObservation& o) {
     return false;
   }
   bool ok = true;
-  // Base RTT: the min RTT of the MI is never below d (up to noise); it is
-  // close to d when no queue stood, anywhere above it otherwise.
+  // Base RTT: observed through the smallest RTT of the flow so far (a queue
+  // only adds). The first version used each MI's min RTT with a loose tail
+  // above d: under a standing queue every MI pulled d up until the queue
+  // looked like path (docs/cc/ltp.md, "The base RTT drifted").
   if (o.has_rtt()) {
-    const double lo = std::log(o.rtt_min);
+    rtt_floor_ = rtt_floor_ > 0 ? std::min(rtt_floor_, o.rtt_min) : o.rtt_min;
+    const double lo = std::log(rtt_floor_);
     std::array<double, kRttBins> post{};
     for (int i = 0; i < kRttBins; ++i) {
       const double z = lo - log_rtt_at(i);
-      const double s = z < 0 ? cfg_.rtt_sigma : 4 * cfg_.rtt_sigma;
+      const double s = cfg_.rtt_sigma;
       post[i] = pd_[i] * (std::exp(-z * z / (2 * s * s)) + 1e-12);
     }
     if (normalise(post) < 1e-8) ok = false;  // ~6 sigma off every state

@@ -13,7 +13,7 @@
 //            and the path may change) and mixes in a little of the uniform
 //   update   saturated MI (a queue grew, ECN or loss): delivery ~ c
 //            unsaturated MI: delivery ~ min(sent, c): c >= sent, no more
-//            min RTT >= d, ~ d when no queue stood
+//            d ~ the smallest RTT seen (log-normal, tight): a queue only adds
 //
 // The second line is why the flow must probe: while it sends below c, the
 // delivery rate only says that c is at least what it sent (the states are
@@ -99,6 +99,7 @@ class LtpFilter {
   bool saturated_ = false;
   uint64_t divergences_ = 0;
   double info_gain_ = 0;
+  double rtt_floor_ = 0;  // smallest min RTT seen since the last reset
 };
 
 }  // namespace sroce::cc
