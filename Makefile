@@ -142,6 +142,22 @@ bench-cc: build
 	-$(BUILD)/bin/sroce-sim run cc-fbhdp --json --quiet $(BENCH_CC_FABRIC) --set load=0.5 \
 		--set duration_us=2000 $(BENCH_CC_ARGS)
 
+# LTP (docs/cc/ltp.md): ltp-train writes the three shipped weight files
+# (minutes on 2 cores; the seeds and sizes are the ones in their header lines);
+# bench-ltp runs ltp-eval at full size and draws docs/results/ltp*.png.
+.PHONY: ltp-train bench-ltp
+LTP_TRAIN_ARGS ?= --seed 1 --gens 60 --pop 16 --envs 6 --val-envs 16
+ltp-train: build
+	$(BUILD)/bin/ltp-train --variant full $(LTP_TRAIN_ARGS) --out userspace/cc/ltp/weights/full.txt
+	$(BUILD)/bin/ltp-train --variant noprobe $(LTP_TRAIN_ARGS) --out userspace/cc/ltp/weights/noprobe.txt
+	$(BUILD)/bin/ltp-train --variant nofilter $(LTP_TRAIN_ARGS) --out userspace/cc/ltp/weights/nofilter.txt
+
+LTP_EVAL_ENVS ?= 100:1000:7:4096,25:500:15:2048,400:2000:15:8192,100:4000:31:4096,100:62500:3:32768
+bench-ltp: build
+	$(BUILD)/bin/sroce-sim run ltp-eval --json --quiet --set envs=$(LTP_EVAL_ENVS) --seed 7 \
+		| tee docs/results/ltp-eval.jsonl
+	/usr/bin/python3 tools/plots/ltp_plots.py docs/results/ltp-eval.jsonl docs/results
+
 bench-e2e: build
 	/usr/bin/python3 tools/bench/bench_e2e.py --build $(BUILD) $(BENCH_E2E_ARGS)
 

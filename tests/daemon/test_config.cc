@@ -209,10 +209,21 @@ TEST_CASE("engine.cc chooses the congestion control and its parameters", "[confi
   CHECK(pc.cc.config.dcqcn.stage_threshold == cc::DcqcnConfig::paper().stage_threshold);
   CHECK(pc.cc.config.dcqcn.stage_threshold != cc::DcqcnConfig::connectx().stage_threshold);
 
+  // "ltp": LTP with the delay rule's settings as its fallback.
+  {
+    auto l = parse_config("[engine.cc]\nalgorithm = \"ltp\"\ndelay_per_hop_bytes = 1234\n", "t.toml");
+    REQUIRE(l);
+    EngineConfig lc;
+    apply_cc_config(*l, lc);
+    CHECK(lc.cc.enable);
+    CHECK(lc.cc.config.algorithm == cc::Algorithm::kLtp);
+    CHECK(lc.cc.config.ltp.fallback.per_hop_bytes == 1234);
+  }
+
   // Errors name the key and what was expected.
   CHECK(error_of("[engine.cc]\nalgorithm = \"swift\"")
             .find("engine.cc.algorithm: expected one of \"none\", \"dcqcn\", \"hpcc\", \"odin\", \"delay\", "
-                  "got \"swift\"") != std::string::npos);
+                  "\"ltp\", got \"swift\"") != std::string::npos);
   CHECK(error_of("[engine.cc]\nline_rate_mbps = 0").find("engine.cc.line_rate_mbps: expected an integer") !=
         std::string::npos);
   CHECK(error_of("[engine.cc]\ndcqcn_preset = \"cx7\"").find("engine.cc.dcqcn_preset: expected one of") !=

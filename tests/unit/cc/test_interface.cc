@@ -45,7 +45,8 @@ using namespace sroce::cc;
 using namespace sroce::cc::test;
 
 TEST_CASE("cc: algorithm names round-trip", "[cc]") {
-  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay}) {
+  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay,
+                      Algorithm::kLtp}) {
     const auto back = parse_algorithm(to_string(a));
     REQUIRE(back.has_value());
     CHECK(*back == a);
@@ -57,7 +58,8 @@ TEST_CASE("cc: algorithm names round-trip", "[cc]") {
 
 TEST_CASE("cc: the variant builds the chosen algorithm and forwards every event", "[cc]") {
   NicState nic(100'000'000'000);
-  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay}) {
+  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay,
+                      Algorithm::kLtp}) {
     CcConfig cfg = with(a);
     cfg.dcqcn = DcqcnConfig::paper();
     CongestionControl cc(cfg, flow100g(), &nic);
@@ -66,6 +68,7 @@ TEST_CASE("cc: the variant builds the chosen algorithm and forwards every event"
     CHECK((cc.get<Hpcc>() != nullptr) == (a == Algorithm::kHpcc));
     CHECK((cc.get<Odin>() != nullptr) == (a == Algorithm::kOdin));
     CHECK((cc.get<Swift>() != nullptr) == (a == Algorithm::kDelay));
+    CHECK((cc.get<Ltp>() != nullptr) == (a == Algorithm::kLtp));
     CHECK(cc.rate_bps() == 100'000'000'000);  // every algorithm starts at line rate
 
     // The same events into the variant and into a directly held controller
@@ -112,6 +115,11 @@ TEST_CASE("cc: the variant builds the chosen algorithm and forwards every event"
         CHECK(cc.get<Swift>()->decreases() >= 1);  // 30 us RTT is above target
         CHECK(cc.window_bytes() < 125000);
         break;
+      case Algorithm::kLtp:
+        // The timeout put it on its fallback (the delay rule), which cut.
+        CHECK(cc.get<Ltp>()->in_fallback());
+        CHECK(cc.window_bytes() < 125000);
+        break;
     }
     cc.on_idle(at_us(200));
     CHECK(nic.active_flows() == 0);
@@ -128,8 +136,9 @@ TEST_CASE("cc: per-flow state is small and fixed-size", "[cc]") {
 TEST_CASE("cc: no allocation on the event path", "[cc][alloc]") {
   NicState nic(100'000'000'000);
   std::vector<CongestionControl> flows;
-  flows.reserve(4);
-  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay})
+  flows.reserve(5);
+  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay,
+                      Algorithm::kLtp})
     flows.emplace_back(with(a), flow100g(), &nic);
   IntFeed f;
   Pacer pacer;

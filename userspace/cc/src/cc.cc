@@ -8,12 +8,14 @@ const char* to_string(Algorithm a) {
     case Algorithm::kHpcc: return "hpcc";
     case Algorithm::kOdin: return "odin";
     case Algorithm::kDelay: return "delay";
+    case Algorithm::kLtp: return "ltp";
   }
   return "?";
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay})
+  for (Algorithm a : {Algorithm::kDcqcn, Algorithm::kHpcc, Algorithm::kOdin, Algorithm::kDelay,
+                      Algorithm::kLtp})
     if (name == to_string(a)) return a;
   return std::nullopt;
 }
@@ -28,6 +30,7 @@ CongestionControl::Impl CongestionControl::make(const CcConfig& cfg, const FlowP
     case Algorithm::kHpcc: return Impl(std::in_place_type<Hpcc>, cfg.hpcc, flow);
     case Algorithm::kOdin: return Impl(std::in_place_type<Odin>, cfg.odin, flow, nic);
     case Algorithm::kDelay: return Impl(std::in_place_type<Swift>, cfg.delay, flow);
+    case Algorithm::kLtp: return Impl(std::in_place_type<Ltp>, cfg.ltp, flow);
   }
   return Impl(std::in_place_type<Hpcc>, cfg.hpcc, flow);
 }

@@ -34,6 +34,8 @@ Duration Swift::target_delay(int hops) const {
   return base + per_hop * hops + Duration::picos(static_cast<int64_t>(fs));
 }
 
+void Swift::set_cwnd_packets(double c) { cwnd_ = std::clamp(c, cfg_.min_cwnd, max_cwnd_); }
+
 bool Swift::can_decrease(Time now) const {
   // At most one decrease per RTT (Swift: now - t_last_decrease >= rtt).
   return !decreased_any_ || (now - last_decrease_).ps >= static_cast<int64_t>(srtt_ps_);

@@ -180,7 +180,7 @@ void merge(toml::table& dst, const toml::table& src) {
   }
 }
 
-const std::vector<std::string> kCcAlgorithms = {"none", "dcqcn", "hpcc", "odin", "delay"};
+const std::vector<std::string> kCcAlgorithms = {"none", "dcqcn", "hpcc", "odin", "delay", "ltp"};
 
 const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 
@@ -421,6 +421,7 @@ void apply_cc_config(const Config& c, EngineConfig& ec) {
   ec.cc.config.dcqcn = k.dcqcn_preset == "paper" ? cc::DcqcnConfig::paper() : cc::DcqcnConfig::connectx();
   ec.cc.config.delay.base_target = k.delay_target_us ? Duration::micros(k.delay_target_us) : Duration::picos(0);
   ec.cc.config.delay.per_hop_bytes = k.delay_per_hop_bytes;
+  ec.cc.config.ltp.fallback = ec.cc.config.delay;  // LTP's safe fallback is the delay rule
   ec.cc.line_rate_bps = uint64_t{k.line_rate_mbps} * 1'000'000;
   ec.cc.base_rtt = Duration::micros(k.base_rtt_us);
   ec.cc.notification_point = k.notification_point;

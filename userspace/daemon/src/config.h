@@ -111,7 +111,7 @@ struct Config {
     // docs/sroced.md "Congestion control"). "none" = off: the engine sends
     // exactly what it sends without congestion control.
     struct Cc {
-      std::string algorithm = "none";      // "none", "dcqcn", "hpcc", "odin", "delay"
+      std::string algorithm = "none";      // "none", "dcqcn", "hpcc", "odin", "delay", "ltp"
       uint32_t line_rate_mbps = 100000;    // the port rate: every flow starts at it, never exceeds it
       uint32_t base_rtt_us = 8;            // unloaded RTT (HPCC's T; the delay controller's base)
       uint32_t delay_target_us = 0;        // delay: base target; 0 = base_rtt_us + 2 us

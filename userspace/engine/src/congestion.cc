@@ -53,6 +53,7 @@ void publish(Engine::Impl& e, Qp& qp, Time now) {
   qp.stats.cc_rate_bps = rate;
   if (rate != 0 && (qp.stats.cc_rate_min_bps == 0 || rate < qp.stats.cc_rate_min_bps)) qp.stats.cc_rate_min_bps = rate;
   qp.stats.cc_window_bytes = qp.cc.ctl->window_bytes();
+  if (const auto* l = qp.cc.ctl->get<cc::Ltp>()) qp.stats.cc_est_bps = l->estimate_bps();
 }
 
 }  // namespace
@@ -186,14 +187,19 @@ void cc_qp_start(Engine::Impl& e, Qp& qp, Time now) {
   if (!e.cc_.on || !qp.is_rc()) return;
   const CcEngineConfig& c = e.cfg_.cc;
   qp.cc.ctl.start(c.config, cc::FlowParams{c.line_rate_bps, c.base_rtt, qp.mtu}, e.cc_.nic.get());
+  // LTP's dither: one PRNG stream per QP and lane (engine seed, QPN, lane).
+  const uint64_t ltp_seed = (e.cfg_.seed ^ c.config.ltp.seed) * 0x100000001b3ull + qp.qpn;
+  if (auto* l = qp.cc.ctl->get<cc::Ltp>()) l->reseed(ltp_seed << 5);
   qp.cc.pacer = cc::Pacer{};
   qp.cc.pace_at = Time::never();
   qp.cc.active = false;
   for (CcSent& s : qp.cc.sent) s = CcSent{};
   // Lane controllers: no NIC view (Odin's ratio is the QP controller's; a
   // lane is a path of the QP, not another flow of the host).
+  uint64_t lane_no = 0;
   for (CcLane& l : qp.cc.lanes) {
     l.ctl.start(c.config, cc::FlowParams{c.line_rate_bps, c.base_rtt, qp.mtu}, nullptr);
+    if (auto* t = l.ctl->get<cc::Ltp>()) t->reseed((ltp_seed << 5) + ++lane_no);
     l.pacer = cc::Pacer{};
     l.inflight = 0;
   }

@@ -83,6 +83,14 @@ Result<void> FlowRunner::add(const std::vector<FlowSpec>& flows) {
   return {};
 }
 
+std::optional<std::pair<Engine*, Qpn>> FlowRunner::sender_qp(uint64_t index) const {
+  // flow_qp_ is set when the flow starts; before, it names QP 0 (the caller
+  // checks the flow's start time).
+  if (index >= flows_.size() || flow_qp_[index] >= qps_.size()) return std::nullopt;
+  const QpEnd& c = qps_[flow_qp_[index]].client;
+  return std::make_pair(c.engine, c.qpn);
+}
+
 Result<uint32_t> FlowRunner::new_qp(uint32_t src, uint32_t dst) {
   Qp q;
   QpEnd* ends[2] = {&q.client, &q.server};

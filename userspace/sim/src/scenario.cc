@@ -24,6 +24,7 @@ int scenario_cc_incast(const ScenarioOptions&, Reporter&);
 int scenario_cc_alltoall(const ScenarioOptions&, Reporter&);
 int scenario_cc_websearch(const ScenarioOptions&, Reporter&);
 int scenario_cc_fbhdp(const ScenarioOptions&, Reporter&);
+int scenario_ltp_eval(const ScenarioOptions&, Reporter&);
 
 const std::vector<Scenario>& scenarios() {
   static const std::vector<Scenario> kAll = {
@@ -86,6 +87,9 @@ const std::vector<Scenario>& scenarios() {
        scenario_cc_websearch},
       {"cc-fbhdp", "FbHdp Poisson arrivals at 50 % load: the four controllers, lossless and lossy",
        scenario_cc_fbhdp},
+      {"ltp-eval",
+       "LTP (learned, probing) beside HPCC, DCQCN, delay and its two ablations on unseen incasts",
+       scenario_ltp_eval},
   };
   return kAll;
 }

@@ -14,7 +14,7 @@
 //   odin_fair_floor=1                        Odin's ratio floor at the NIC's equal share
 //   delay_pace=1                             0: Swift paced per srtt below one packet (old)
 //   ack_timeout=8                            local ACK timeout, IBA exponent (1.05 ms)
-//   incast:    fanin=15 bytes=524288
+//   incast:    fanin=15 bytes=524288 stagger_us=0 (flow i starts at i x stagger)
 //   alltoall:  bytes=4194304 (per source, split over the others) skew=1 (Zipf-like
 //              toward a few hot receivers, as MoE dispatch; 0 = uniform)
 //   websearch / fbhdp: load=0.5 duration_us=300
@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -183,6 +184,9 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
       opt.param_u64("odin_fair_floor", hc.engine.cc.config.odin.nic_fair_floor ? 1 : 0) != 0;
   // delay_pace=0: the first version's pacing below one packet (per srtt).
   hc.engine.cc.config.delay.pace_at_target = opt.param_u64("delay_pace", 1) != 0;
+  // LTP: which policy, and the delay rule (as configured above) as its fallback.
+  hc.engine.cc.config.ltp.variant = c.ltp;
+  hc.engine.cc.config.ltp.fallback = hc.engine.cc.config.delay;
 
   SwitchConfig sw;
   sw.mmu = true;
@@ -222,6 +226,9 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     for (uint32_t i = 0; i < fanin; ++i)
       srcs.push_back(1 + static_cast<uint32_t>(uint64_t{i} * (nhosts - 1) / fanin));
     specs = incast_flows(srcs, 0, opt.param_u64("bytes", 512u << 10));
+    const auto stagger = static_cast<int64_t>(opt.param_u64("stagger_us", 0));
+    for (size_t i = 0; i < specs.size(); ++i)
+      specs[i].start = specs[i].start + Duration::micros(stagger * static_cast<int64_t>(i));
   } else if (traffic == "alltoall") {
     // MoE dispatch: skewed toward popular experts by default (skew=0: uniform).
     specs =
@@ -274,6 +281,14 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   // The incast's bottleneck (the receiver's downlink), its queue sampled
   // every `sample_ns` (what the switch histogram, weighted by arrivals and
   // dominated by the first RTT's burst, does not show: the settled queue).
+  Time last_start = first_start;
+  for (const auto& f : specs) last_start = std::max(last_start, f.start);
+  const Time est_from = last_start + base_rtt * 10;
+  // The fair share of one incast flow: the bottleneck's payload rate / fan-in.
+  const double fair_bps = static_cast<double>(host_bps) * static_cast<double>(mtu) /
+                          static_cast<double>(mtu + 66) / static_cast<double>(std::max<size_t>(1, specs.size()));
+  double est_err_sum = 0;
+  uint64_t est_err_n = 0;
   const Link* bottleneck = nullptr;
   for (const auto& l : net.links())
     if (&l->to() == topo.hosts[0]) bottleneck = l.get();
@@ -289,6 +304,20 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     sim.run(t);
     if (traffic == "incast" && bottleneck != nullptr && t >= first_start)
       qsamples.emplace_back(t, bottleneck->data_queue_bytes());
+    // LTP (incast): the filter's estimate of each running flow against its
+    // max-min fair share of the bottleneck, from 10 base RTTs after the
+    // last start until the first flow is done (docs/cc/ltp.md).
+    if (traffic == "incast" && c.cc && c.alg == cc::Algorithm::kLtp && t >= est_from &&
+        runner.completed() <= nwarm) {
+      for (size_t i = nwarm; i < all.size(); ++i) {
+        const auto q = runner.sender_qp(i);
+        if (!q) continue;
+        const auto st = q->first->qp_stats(q->second);
+        if (!st || st->cc_est_bps == 0) continue;
+        est_err_sum += std::fabs(std::log2(static_cast<double>(st->cc_est_bps) / fair_bps));
+        ++est_err_n;
+      }
+    }
     if (trace_ps > 0 && bottleneck != nullptr && t >= trace_at) {
       const uint64_t b = bottleneck->stats().tx_wire_bytes;
       std::fprintf(stderr, "trace %s t_us %.0f util %.3f queue_kb %.1f\n", c.name.c_str(),
@@ -361,6 +390,29 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     for (const auto& [t, q] : qsamples)
       if (t >= half && t <= stop) settled.push_back(static_cast<double>(q));
   }
+  // Incast: Jain over the flows' mean rates (equal sizes), and the
+  // convergence time: from the last start until the bottleneck queue stays
+  // within 1.5 x its settled p99 plus one packet up to 90 % of the transfer.
+  double jain = 0, converge_us = -1;
+  if (traffic == "incast" && !measured.empty()) {
+    double s = 0, s2 = 0;
+    for (const auto& f : measured) {
+      const double r = f.done() ? static_cast<double>(f.spec.bytes) /
+                                      std::max(1.0, static_cast<double>((f.end - f.spec.start).ps))
+                                : 0.0;
+      s += r;
+      s2 += r * r;
+    }
+    jain = s2 > 0 ? s * s / (static_cast<double>(measured.size()) * s2) : 0;
+    if (!settled.empty() && last_end > first_start) {
+      const double bound = 1.5 * percentile(settled, 0.99) + static_cast<double>(mtu + 66);
+      const Time stop = first_start + Duration::picos((last_end - first_start).ps * 9 / 10);
+      Time conv = last_start;
+      for (const auto& [t, q] : qsamples)
+        if (t >= last_start && t <= stop && static_cast<double>(q) > bound) conv = t;
+      converge_us = to_us(conv - last_start);
+    }
+  }
   const double span_s = static_cast<double>((last_end - first_start).ps) * 1e-12;
   res.p99 = fr.slowdown.p99;
   res.p50 = fr.slowdown.p50;
@@ -402,6 +454,11 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     res.json["bottleneck_util"] = bottleneck_util;
     res.json["settled_queue_p99_bytes"] = settled.empty() ? 0.0 : percentile(settled, 0.99);
     res.json["settled_queue_p50_bytes"] = settled.empty() ? 0.0 : percentile(settled, 0.50);
+    res.json["settled_qdelay_p99_us"] =
+        settled.empty() ? 0.0 : percentile(settled, 0.99) * 8 / static_cast<double>(host_bps) * 1e6;
+    res.json["jain"] = jain;
+    res.json["converge_us"] = converge_us;
+    if (est_err_n > 0) res.json["est_err_log2"] = est_err_sum / static_cast<double>(est_err_n);
   }
   if (!runner.first_error().empty()) res.json["error"] = runner.first_error();
   return res;

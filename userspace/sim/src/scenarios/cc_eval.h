@@ -20,6 +20,7 @@ struct CcCase {
   bool odin_flag = true;   // Odin part 1: shared-buffer flag
   bool odin_ratio = true;  // Odin part 2: NIC-level ratio
   bool odin_comp = true;   // Odin part 3: compensation step
+  cc::LtpVariant ltp = cc::LtpVariant::kFull;  // LTP: full or an ablation (docs/cc/ltp.md)
 };
 
 // What one case measured (also the JSON object of the summary).

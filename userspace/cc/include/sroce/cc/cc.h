@@ -29,6 +29,7 @@
 
 #include "sroce/cc/dcqcn.h"
 #include "sroce/cc/hpcc.h"
+#include "sroce/cc/ltp.h"
 #include "sroce/cc/nic.h"
 #include "sroce/cc/odin.h"
 #include "sroce/cc/pacer.h"
@@ -37,9 +38,9 @@
 
 namespace sroce::cc {
 
-enum class Algorithm : uint8_t { kDcqcn, kHpcc, kOdin, kDelay };
+enum class Algorithm : uint8_t { kDcqcn, kHpcc, kOdin, kDelay, kLtp };
 
-// "dcqcn", "hpcc", "odin", "delay": the names the experiments' JSON uses.
+// "dcqcn", "hpcc", "odin", "delay", "ltp": the names the experiments' JSON uses.
 const char* to_string(Algorithm a);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 
@@ -50,6 +51,7 @@ struct CcConfig {
   HpccConfig hpcc;
   OdinConfig odin;
   SwiftConfig delay;
+  LtpConfig ltp;  // its fallback is `ltp.fallback` (the daemon copies `delay` into it)
 };
 
 class CongestionControl {
@@ -78,7 +80,7 @@ class CongestionControl {
   const T* get() const { return std::get_if<T>(&impl_); }
 
  private:
-  using Impl = std::variant<Dcqcn, Hpcc, Odin, Swift>;  // order = Algorithm
+  using Impl = std::variant<Dcqcn, Hpcc, Odin, Swift, Ltp>;  // order = Algorithm
   static Impl make(const CcConfig& cfg, const FlowParams& flow, NicState* nic);
 
   Impl impl_;

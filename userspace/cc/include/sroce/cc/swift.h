@@ -62,6 +62,8 @@ class Swift {
 
   // Introspection.
   double cwnd_packets() const { return cwnd_; }
+  // Set the window (LTP hands its rate over when it falls back to this rule).
+  void set_cwnd_packets(double c);
   Duration target_delay(int hops) const;
   Duration srtt() const { return Duration::picos(static_cast<int64_t>(srtt_ps_)); }
   uint64_t decreases() const { return decreases_; }

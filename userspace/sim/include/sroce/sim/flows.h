@@ -31,7 +31,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +71,9 @@ class FlowRunner {
 
   // PD, CQ and MR per host; the shared buffers (or nothing, with verify).
   Result<void> setup();
+  // The sending engine and QPN of flow `index` once it started (for
+  // sampling its QpStats), or nothing.
+  std::optional<std::pair<Engine*, Qpn>> sender_qp(uint64_t index) const;
   // Schedules the flows (start times at or after now). With verify, their
   // regions are allocated and filled now.
   Result<void> add(const std::vector<FlowSpec>& flows);

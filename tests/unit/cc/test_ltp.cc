@@ -1,0 +1,238 @@
+// LTP (userspace/cc/ltp, docs/cc/ltp.md): the filter converges on synthetic
+// signals, the fallback takes over on divergence and missing inputs, the
+// shipped weights load and pass the evaluation gate on held-out fluid
+// environments, and the cost per decision (a benchmark line, not asserted).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "cc_test_util.h"
+#include "ltp_fluid.h"
+#include "sroce/cc/cc.h"
+
+using namespace sroce;
+using namespace sroce::cc;
+using namespace sroce::cc::test;
+
+namespace {
+
+LtpObservation mi(double sent, double c, double queue_rtts = 0, double d = 1.0) {
+  LtpObservation o;
+  o.sent = sent;
+  o.delivered = std::min(sent, c);
+  o.rtt_min = d;
+  o.rtt_mean = d * (1 + queue_rtts);
+  return o;
+}
+
+// A net whose action is always `a` (all weights 0, output bias atanh(a)).
+LtpNet constant_net(double a) {
+  LtpNet n;
+  n.w.back() = static_cast<float>(std::atanh(a));
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ltp filter: probing above the available rate finds it, sending below does not",
+          "[ltp]") {
+  // Available rate 1/8 of line rate, base RTT 1.5 x the configured one.
+  const double c = 0.125, d = 1.5;
+  LtpFilter probe, quiet;
+  for (int i = 0; i < 30; ++i) {
+    // The prober alternates above and below c; the quiet flow stays at c/4.
+    const double s = i % 2 == 0 ? 2 * c : c / 2;
+    REQUIRE(probe.update(mi(s, c, s > c ? 0.5 : 0.0, d)));
+    REQUIRE(quiet.update(mi(c / 4, c, 0.0, d)));
+  }
+  INFO("probe c " << probe.rate_mean() << " +- " << probe.rate_log_std() << " quiet c "
+                  << quiet.rate_mean() << " +- " << quiet.rate_log_std());
+  CHECK(std::fabs(std::log2(probe.rate_mean() / c)) < 0.3);
+  CHECK(probe.rate_log_std() < 0.5);
+  CHECK(std::fabs(std::log2(probe.rtt_mean() / d)) < 0.2);
+  // Indistinguishable states: only "c >= c/4" was learnt; the posterior
+  // stays wide and the entropy high.
+  CHECK(quiet.rate_log_std() > 1.0);
+  CHECK(quiet.entropy() > probe.entropy() + 0.5);
+}
+
+TEST_CASE("ltp filter: an impossible observation resets it and is counted", "[ltp]") {
+  LtpFilter f;
+  for (int i = 0; i < 20; ++i) REQUIRE(f.update(mi(0.5, 0.25, 0.2)));
+  LtpObservation bad = mi(0.5, 0.25);
+  bad.delivered = 50;  // 50 x the line rate: no state explains it
+  CHECK_FALSE(f.update(bad));
+  CHECK(f.divergences() == 1);
+  LtpObservation nan = mi(0.5, 0.25);
+  nan.rtt_mean = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(f.update(nan));
+  CHECK(f.divergences() == 2);
+  CHECK(f.rate_log_std() > 2.0);  // back to the prior
+}
+
+TEST_CASE("ltp: the policy moves the rate once per MI", "[ltp]") {
+  const LtpNet down = constant_net(-0.5);
+  LtpConfig cfg;
+  cfg.net = &down;
+  cfg.dither = 0;
+  Ltp l(cfg, flow100g());
+  CHECK(l.rate_bps() == 100'000'000'000);
+  Time t = at_us(0);
+  for (int i = 0; i < 40; ++i) {
+    l.on_send(SendEvent{t, 4096, false});
+    AckEvent e = ack(t, 4096, {}, Duration::micros(10));
+    l.on_ack(e);
+    t = t + Duration::micros(1);
+  }
+  // 40 us of ACKs at 10 us srtt: 3 closed MIs (the first ACK opens the first).
+  CHECK(l.stats().mis == 3);
+  CHECK(l.stats().decisions == 3);
+  CHECK_FALSE(l.in_fallback());
+  const double expect = std::exp(3 * LtpNet::kStep * -0.5);
+  CHECK(l.rate_fraction() == Approx(expect).epsilon(1e-6));
+}
+
+TEST_CASE("ltp: missing RTT samples, a timeout and divergence hand over to the delay rule",
+          "[ltp]") {
+  const LtpNet up = constant_net(0.5);
+  LtpConfig cfg;
+  cfg.net = &up;
+  Ltp l(cfg, flow100g());
+  Time t = at_us(0);
+  // ACKs without RTT samples (all retransmitted, Karn): after missing_mis
+  // MIs the fallback decides.
+  for (int i = 0; i < 60; ++i) {
+    l.on_ack(ack(t, 4096, {}, Duration{}));
+    t = t + Duration::micros(1);
+  }
+  CHECK(l.stats().missing >= cfg.missing_mis);
+  CHECK(l.in_fallback());
+  CHECK(l.stats().fallback_mis >= 1);
+  CHECK(l.stats().decisions == 0);
+
+  Ltp k(cfg, flow100g());
+  k.on_loss(LossEvent{at_us(5), LossKind::kTimeout, 4096});
+  CHECK(k.in_fallback());
+
+  // Divergence: delivery far above the line rate.
+  Ltp d(cfg, flow100g());
+  t = at_us(0);
+  d.on_ack(ack(t, 4096, {}, Duration::micros(10)));
+  d.on_send(SendEvent{t, 4096, false});
+  d.on_ack(ack(t + Duration::micros(11), 100'000'000, {}, Duration::micros(10)));
+  CHECK(d.stats().divergences == 1);
+  CHECK(d.in_fallback());
+  // The delay rule's window (in packets) is what the flow uses now.
+  CHECK(d.window_bytes() <= 2 * 125000);
+
+  // No weights at all: always the fallback.
+  LtpNet empty;
+  LtpConfig none = cfg;
+  none.net = nullptr;
+  none.variant = LtpVariant::kFull;
+  std::string err;
+  if (builtin_ltp_net(LtpVariant::kFull, &err) == nullptr) {
+    Ltp n(none, flow100g());
+    CHECK(n.in_fallback());
+  }
+  (void)empty;
+}
+
+TEST_CASE("ltp: the variant selects it by name", "[ltp]") {
+  REQUIRE(parse_algorithm("ltp").has_value());
+  CHECK(*parse_algorithm("ltp") == Algorithm::kLtp);
+  CcConfig cfg;
+  cfg.algorithm = Algorithm::kLtp;
+  CongestionControl cc(cfg, flow100g(), nullptr);
+  CHECK(cc.get<Ltp>() != nullptr);
+  CHECK(cc.rate_bps() == 100'000'000'000);
+  CHECK(parse_ltp_variant("nofilter") == LtpVariant::kNoFilter);
+  CHECK_FALSE(parse_ltp_variant("bogus").has_value());
+}
+
+TEST_CASE("ltp weights: text round-trip and clear errors", "[ltp]") {
+  LtpNet n;
+  for (int i = 0; i < LtpNet::kParams; ++i) n.w[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  const std::string text = format_ltp_weights(n, "test header");
+  LtpNet back;
+  REQUIRE_FALSE(parse_ltp_weights(text, back).has_value());
+  CHECK(back.w == n.w);
+  const auto short_err = parse_ltp_weights("# h\n8 32\n1 2 3\n", back);
+  REQUIRE(short_err.has_value());
+  CHECK(short_err->find("got 3") != std::string::npos);
+  const auto shape = parse_ltp_weights("# h\n4 16\n", back);
+  REQUIRE(shape.has_value());
+  CHECK(shape->find("expected shape 8 32") != std::string::npos);
+}
+
+TEST_CASE("ltp weights: the shipped files load and pass the evaluation gate", "[ltp][gate]") {
+  // Held-out fluid environments (seeds the trainer never draws: it uses
+  // mix(seed, k); these are plain 9000+i through draw_fluid_env).
+  for (LtpVariant v : {LtpVariant::kFull, LtpVariant::kNoProbe, LtpVariant::kNoFilter}) {
+    std::string err;
+    const LtpNet* net = builtin_ltp_net(v, &err);
+    INFO(to_string(v) << ": " << err);
+    REQUIRE(net != nullptr);
+    CHECK(builtin_ltp_header(v).find("ltp-train --variant " + std::string(to_string(v))) !=
+          std::string_view::npos);
+  }
+  const LtpNet* net = builtin_ltp_net(LtpVariant::kFull);
+  const LtpNet hold = constant_net(0.0);  // never moves: stays at line rate
+  double util = 0, q = 0, jain = 0, r_ltp = 0, r_hold = 0;
+  const int n = 12;
+  for (int i = 0; i < n; ++i) {
+    const auto env = lab::draw_fluid_env(9000 + i);
+    const auto r = lab::run_fluid(env, net, LtpVariant::kFull, {});
+    util += r.util / n;
+    q += r.qdelay_p99_us / env.rtt_us / n;
+    jain += r.jain / n;
+    r_ltp += r.extrinsic / n;
+    r_hold += lab::run_fluid(env, &hold, LtpVariant::kFull, {}).extrinsic / n;
+  }
+  std::printf("{\"bench\":\"ltp_gate\",\"envs\":%d,\"util\":%.3f,\"qdelay_p99_rtts\":%.3f,\"jain\":%.3f,"
+              "\"reward\":%.4f,\"reward_line_rate\":%.4f}\n",
+              n, util, q, jain, r_ltp, r_hold);
+  // A regression gate for the shipped weights (their measured values are
+  // util 0.78, Jain 0.81, docs/cc/ltp.md), not the aims.
+  CHECK(util >= 0.7);
+  CHECK(jain >= 0.7);
+  CHECK(q < 1.5);
+  CHECK(r_ltp > r_hold + 1.0);
+}
+
+TEST_CASE("ltp: cost per decision (benchmark line)", "[ltp][bench]") {
+  const LtpNet* shipped = builtin_ltp_net(LtpVariant::kFull);
+  const LtpNet fallback_net = constant_net(0.1);
+  LtpConfig cfg;
+  LtpCore core(cfg, shipped != nullptr ? shipped : &fallback_net);
+  const int n = 20000;
+  double rate = 0.5, sink = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    rate = core.step(mi(rate, 0.25, rate > 0.25 ? 0.3 : 0.0), rate);
+    sink += rate;
+  }
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
+  std::printf("{\"bench\":\"ltp_decision\",\"ns_per_decision\":%.0f,\"decisions\":%d,\"sizeof_ltp\":%zu,"
+              "\"sizeof_cc\":%zu}\n",
+              ns, n, sizeof(Ltp), sizeof(CongestionControl));
+  CHECK(sink > 0);
+  CHECK(rate > 0);
+}
+
+TEST_CASE("ltp filter: a standing queue does not pass for a longer base RTT", "[ltp]") {
+  // 10 MIs without a queue, then 60 with a queue of 6 base RTTs standing.
+  LtpFilter f;
+  for (int i = 0; i < 10; ++i) REQUIRE(f.update(mi(0.2, 0.5, 0.0, 1.0)));
+  for (int i = 0; i < 60; ++i) {
+    LtpObservation o = mi(0.5, 0.5, 0.0, 7.0);  // min and mean RTT 7 x base
+    REQUIRE(f.update(o));
+  }
+  INFO("d estimate " << f.rtt_mean());
+  CHECK(f.rtt_mean() < 1.3);
+}

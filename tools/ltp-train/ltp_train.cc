@@ -1,0 +1,178 @@
+// ltp-train: trains LTP's policy (docs/cc/ltp.md, "Training") against the
+// fluid bottleneck (userspace/cc/lab/ltp_fluid.h) in-process, by an
+// evolution strategy (antithetic Gaussian perturbations, centred-rank
+// fitness, Adam; Salimans et al. 2017), and writes the weights file the
+// library compiles in (userspace/cc/ltp/weights/<variant>.txt).
+//
+//   ltp-train --variant full|noprobe|nofilter --seed S [--gens G --pop P --envs K]
+//             [--lambda L] [--threads T] --out FILE
+//
+// Reproducible: the same arguments give the same file (threads only split
+// the population; every evaluation has its own seeds).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ltp_fluid.h"
+#include "sroce/cc/ltp.h"
+
+using namespace sroce::cc;
+
+namespace {
+
+constexpr int kP = LtpNet::kParams;
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9e3779b97f4a7c15ull + b + 0x7f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+struct Args {
+  std::string variant = "full";
+  uint64_t seed = 1;
+  int gens = 60, pop = 16, envs = 6, threads = 2, val_envs = 24;
+  double sigma = 0.04, lr = 0.02, lambda = -1;
+  std::string out;
+};
+
+double mean_reward(const LtpNet& net, LtpVariant v, const std::vector<lab::FluidEnv>& envs,
+                   double lambda) {
+  double s = 0;
+  for (const auto& e : envs) s += lab::run_fluid(e, &net, v, {lambda}).reward;
+  return s / static_cast<double>(envs.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"ltp-train: LTP's policy by an evolution strategy on the fluid bottleneck"};
+  app.add_option("--variant", a.variant, "full | noprobe | nofilter")->check(CLI::IsMember({"full", "noprobe", "nofilter"}));
+  app.add_option("--seed", a.seed, "seed of the initial weights, perturbations and environments");
+  app.add_option("--gens", a.gens, "generations")->check(CLI::Range(1, 100000));
+  app.add_option("--pop", a.pop, "antithetic pairs per generation")->check(CLI::Range(1, 4096));
+  app.add_option("--envs", a.envs, "environments per evaluation")->check(CLI::Range(1, 4096));
+  app.add_option("--val-envs", a.val_envs, "validation environments (best weights kept)")->check(CLI::Range(1, 4096));
+  app.add_option("--sigma", a.sigma, "perturbation std");
+  app.add_option("--lr", a.lr, "Adam step");
+  app.add_option("--lambda", a.lambda, "intrinsic reward weight (default: 0.5 for full, 0 otherwise)");
+  app.add_option("--threads", a.threads, "worker threads")->check(CLI::Range(1, 64));
+  app.add_option("--out", a.out, "weights file to write")->required();
+  CLI11_PARSE(app, argc, argv);
+  const LtpVariant v = *parse_ltp_variant(a.variant);
+  if (a.lambda < 0) a.lambda = v == LtpVariant::kFull ? 0.5 : 0.0;
+  const auto t0 = std::chrono::steady_clock::now();
+
+  // Initial weights: N(0, 1/fan_in), biases 0, a small output layer.
+  std::mt19937_64 g(mix(a.seed, 1));
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<double> th(kP, 0.0);
+  {
+    int k = 0;
+    const int H = LtpNet::kHidden, I = LtpNet::kInputs;
+    for (int i = 0; i < H * I; ++i) th[k++] = nd(g) / std::sqrt(I);
+    k += H;
+    for (int i = 0; i < H * H; ++i) th[k++] = nd(g) / std::sqrt(H);
+    k += H;
+    for (int i = 0; i < H; ++i) th[k++] = 0.1 * nd(g) / std::sqrt(H);
+  }
+  std::vector<lab::FluidEnv> val;
+  for (int i = 0; i < a.val_envs; ++i) val.push_back(lab::draw_fluid_env(mix(a.seed, 1000000 + i)));
+  const auto to_net = [](const std::vector<double>& p) {
+    LtpNet n;
+    for (int i = 0; i < kP; ++i) n.w[i] = static_cast<float>(p[i]);
+    return n;
+  };
+  std::vector<double> m(kP, 0), s2(kP, 0), best = th;
+  double best_val = -1e300;
+  const int P = a.pop;
+  std::vector<std::vector<double>> eps(P, std::vector<double>(kP));
+  std::vector<double> fit(2 * P);
+  for (int gen = 0; gen < a.gens; ++gen) {
+    std::vector<lab::FluidEnv> envs;
+    for (int k = 0; k < a.envs; ++k) envs.push_back(lab::draw_fluid_env(mix(a.seed, 10000 + gen * 977 + k)));
+    for (int j = 0; j < P; ++j) {
+      std::mt19937_64 ge(mix(mix(a.seed, gen), j + 7));
+      for (int i = 0; i < kP; ++i) eps[j][i] = nd(ge);
+    }
+    const auto work = [&](int tid) {
+      for (int idx = tid; idx < 2 * P; idx += a.threads) {
+        const int j = idx / 2;
+        const double sign = idx % 2 == 0 ? 1.0 : -1.0;
+        std::vector<double> p(kP);
+        for (int i = 0; i < kP; ++i) p[i] = th[i] + sign * a.sigma * eps[j][i];
+        fit[idx] = mean_reward(to_net(p), v, envs, a.lambda);
+      }
+    };
+    std::vector<std::thread> ts;
+    for (int t = 1; t < a.threads; ++t) ts.emplace_back(work, t);
+    work(0);
+    for (auto& t : ts) t.join();
+    // Centred ranks in [-0.5, 0.5].
+    std::vector<int> order(2 * P);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return fit[x] < fit[y] || (fit[x] == fit[y] && x < y); });
+    std::vector<double> rank(2 * P);
+    for (int r = 0; r < 2 * P; ++r) rank[order[r]] = static_cast<double>(r) / (2 * P - 1) - 0.5;
+    for (int i = 0; i < kP; ++i) {
+      double gr = 0;
+      for (int j = 0; j < P; ++j) gr += (rank[2 * j] - rank[2 * j + 1]) * eps[j][i];
+      gr /= (2.0 * P * a.sigma);
+      // Adam ascent, with a little weight decay.
+      gr -= 0.001 * th[i];
+      m[i] = 0.9 * m[i] + 0.1 * gr;
+      s2[i] = 0.999 * s2[i] + 0.001 * gr * gr;
+      const double mh = m[i] / (1 - std::pow(0.9, gen + 1));
+      const double vh = s2[i] / (1 - std::pow(0.999, gen + 1));
+      th[i] += a.lr * mh / (std::sqrt(vh) + 1e-8);
+    }
+    if (gen % 5 == 4 || gen + 1 == a.gens) {
+      const double vr = mean_reward(to_net(th), v, val, a.lambda);
+      if (vr > best_val) {
+        best_val = vr;
+        best = th;
+      }
+      const double mean_fit = std::accumulate(fit.begin(), fit.end(), 0.0) / (2 * P);
+      std::fprintf(stderr, "gen %d fit %.4f val %.4f best %.4f (%.0f s)\n", gen + 1, mean_fit, vr, best_val,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Summary of the kept weights on the validation set.
+  const LtpNet net = to_net(best);
+  double util = 0, q = 0, err = 0, jain = 0;
+  for (const auto& e : val) {
+    const auto r = lab::run_fluid(e, &net, v, {a.lambda});
+    util += r.util;
+    q += r.qdelay_p99_us / e.rtt_us;
+    err += r.est_err;
+    jain += r.jain;
+  }
+  const double nv = static_cast<double>(val.size());
+  char hdr[512];
+  std::snprintf(hdr, sizeof hdr,
+                "ltp-train --variant %s --seed %llu --gens %d --pop %d --envs %d --val-envs %d --sigma %g "
+                "--lr %g --lambda %g | val reward %.4f util %.3f qdelay_p99/rtt %.3f jain %.3f est_err %.3f | wall %.0f s",
+                a.variant.c_str(), static_cast<unsigned long long>(a.seed), a.gens, a.pop, a.envs, a.val_envs,
+                a.sigma, a.lr, a.lambda, best_val, util / nv, q / nv, jain / nv, err / nv, wall);
+  std::ofstream f(a.out);
+  f << format_ltp_weights(net, hdr);
+  if (!f) {
+    std::fprintf(stderr, "ltp-train: cannot write %s\n", a.out.c_str());
+    return 1;
+  }
+  std::printf("{\"variant\":\"%s\",\"seed\":%llu,\"val_reward\":%.4f,\"util\":%.3f,\"jain\":%.3f,\"est_err\":%.3f,\"wall_s\":%.1f}\n",
+              a.variant.c_str(), static_cast<unsigned long long>(a.seed), best_val, util / nv, jain / nv, err / nv, wall);
+  return 0;
+}

@@ -1,0 +1,136 @@
+// LTP, Learn-to-Probe: a Bayesian filter over the network state plus a small
+// learned policy whose training rewards probing that lowers the filter's
+// uncertainty (issue 17; docs/cc/ltp.md). One controller per flow, like the
+// others (cc.h), rate-based with a loose window:
+//
+//   per ACK     accumulate the monitor interval (MI): bytes sent, acknowledged,
+//               CE-echoed and lost, RTT min and mean
+//   per MI      (one smoothed RTT, at least min_mi) the filter updates on the
+//               MI (ltp_filter.h), the policy (ltp_policy.h) reads the
+//               features and moves the rate by exp(kStep * a)
+//   fallback    the delay-based rule (Swift, swift.h) drives the flow while
+//               the inputs are missing (no RTT sample or no ACK for
+//               `missing_mis` MIs, a timeout) or for `fallback_mis` MIs after
+//               the filter diverged, and always when no weights loaded
+//
+// LtpCore is the per-MI part without time (filter + features + policy): the
+// trainer (tools/ltp-train) runs exactly this code on its fluid model.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "sroce/cc/ltp_filter.h"
+#include "sroce/cc/ltp_policy.h"
+#include "sroce/cc/swift.h"
+#include "sroce/cc/types.h"
+
+namespace sroce::cc {
+
+struct LtpConfig {
+  LtpVariant variant = LtpVariant::kFull;
+  const LtpNet* net = nullptr;        // null: the shipped weights of `variant`
+  LtpFilterConfig filter;
+  SwiftConfig fallback;               // the delay-based rule used as fallback
+  Duration min_mi = Duration::micros(4);
+  double min_rate = 1.0 / 4096;       // fraction of the line rate
+  uint32_t missing_mis = 3;
+  uint32_t fallback_mis = 8;
+  double dither = 0.03;               // uniform action noise (breaks lock-step between flows)
+  uint64_t seed = 1;                  // PRNG seed of the dither (the engine mixes in the QPN)
+};
+
+// Counters of one controller.
+struct LtpStats {
+  uint64_t mis = 0;
+  uint64_t decisions = 0;             // MIs decided by the policy
+  uint64_t fallback_mis = 0;          // MIs decided by the fallback
+  uint64_t divergences = 0;
+  uint64_t missing = 0;               // MIs without an RTT sample or delivery
+};
+
+class LtpCore {
+ public:
+  LtpCore(const LtpConfig& cfg, const LtpNet* net);
+
+  // The features of the policy for MI `o` at the current rate (fractions of
+  // the line rate). Call after filter().update(o).
+  std::array<float, LtpNet::kInputs> features(const LtpObservation& o, double rate) const;
+  // One decision: filter update, features, policy. Returns the next rate
+  // (fraction of line rate), or a negative value when the filter diverged.
+  double step(const LtpObservation& o, double rate);
+
+  const LtpFilter& filter() const { return filter_; }
+  LtpFilter& filter() { return filter_; }
+  double last_action() const { return last_action_; }
+  void reseed(uint64_t s) { rng_ = s | 1; }
+
+ private:
+  double uniform();  // [-1, 1), xorshift64*
+
+  LtpVariant variant_;
+  double dither_, min_rate_;
+  const LtpNet* net_;
+  LtpFilter filter_;
+  double prev_rtt_ = 0;
+  double min_rtt_seen_ = 0;
+  double last_action_ = 0;
+  uint64_t rng_;
+};
+
+class Ltp {
+ public:
+  Ltp(const LtpConfig& cfg, const FlowParams& flow);
+
+  void on_send(const SendEvent& ev);
+  void on_ack(const AckEvent& ev);
+  void on_cnp(Time) {}
+  void on_loss(const LossEvent& ev);
+  void on_timer(Time) {}
+  void on_idle(Time) {}
+  Time next_timer() const { return Time::never(); }
+
+  uint64_t rate_bps() const;
+  uint64_t window_bytes() const;
+
+  // A PRNG stream of its own (the engine: per QP and lane).
+  void reseed(uint64_t s) { core_.reseed(s * 0x9e3779b97f4a7c15ull); }
+
+  // Introspection.
+  bool in_fallback() const { return fallback_left_ > 0 || net_ == nullptr; }
+  bool has_weights() const { return net_ != nullptr; }
+  const LtpStats& stats() const { return stats_; }
+  const LtpCore& core() const { return core_; }
+  double rate_fraction() const { return rate_; }
+  // The filter's estimate of the rate available to the flow, bit/s (0
+  // before the first MI), as of the last MI.
+  uint64_t estimate_bps() const { return est_bps_; }
+
+ private:
+  void end_mi(Time now);
+  void enter_fallback(uint32_t mis);
+  double fallback_rate() const;
+
+  FlowParams flow_;
+  uint32_t missing_mis_, fallback_mis_;
+  double min_rate_;
+  Duration min_mi_;
+  const LtpNet* net_;
+  LtpCore core_;
+  Swift fallback_;
+  double rate_ = 1.0;                 // fraction of the line rate
+  double srtt_ps_;
+  uint32_t fallback_left_ = 0;
+  uint32_t missing_run_ = 0;
+  // The current MI.
+  bool mi_open_ = false;
+  Time mi_start_ = Time::zero();
+  uint64_t mi_sent_ = 0, mi_acked_ = 0, mi_ecn_ = 0, mi_lost_ = 0;
+  double mi_rtt_min_ = 0, mi_rtt_sum_ = 0;
+  uint32_t mi_rtt_n_ = 0;
+  uint64_t est_bps_ = 0;
+  double prev_sent_ = 0;              // sent over the previous MI (fraction of line rate)
+  LtpStats stats_;
+};
+
+}  // namespace sroce::cc
