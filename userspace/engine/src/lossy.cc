@@ -117,6 +117,8 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   l.compat_rewind = false;
   l.tx_start = 0;
   l.next_lane = 0;
+  l.train_lane = 0;
+  l.train_left = 0;
   l.rsn_next = 0;
   l.rtx_count = 0;
   l.rto_backoff = 0;
@@ -271,7 +273,26 @@ void probe_failed(LaneTx& t, Time now) {
 // Round-robin over the active lanes (spraying). A retired lane whose
 // hold-down ended carries exactly one new packet, its probe (never a
 // retransmission: a lost probe then costs one packet, sent again elsewhere).
+// New packets go in trains (LossyConfig::train_bytes): the lane chosen for a
+// train's first packet takes the next ones too while it stays active and its
+// controller allows it; the choice below (weights, round robin) is made once
+// per train. Each packet still takes the lane's next sequence number, so the
+// receiver's per-lane gap detection does not change.
 uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
+  const uint8_t lane = lossy_pick_lane_one(qp, now, resend);
+  Lossy& l = qp.lossy;
+  if (!resend && lane < l.nlanes && l.lanes[lane].active) {  // a probe (retired lane) is no train
+    if (lane != l.train_lane || l.train_left == 0) {
+      const uint32_t mtu = qp.mtu ? qp.mtu : 1;
+      l.train_left = std::max<uint32_t>(cfg_.lossy.train_bytes / mtu, 1);
+      l.train_lane = lane;
+    }
+    --l.train_left;
+  }
+  return lane;
+}
+
+uint8_t Engine::Impl::lossy_pick_lane_one(Qp& qp, Time now, bool resend) {
   Lossy& l = qp.lossy;
   for (uint16_t i = 0; i < l.nlanes; ++i) {
     LaneTx& t = l.lanes[i];
@@ -282,6 +303,11 @@ uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
       t.probe_at = now;
       return static_cast<uint8_t>(i);
     }
+  }
+  if (!resend && l.train_left > 0 && l.train_lane < l.nlanes) {
+    const auto i = static_cast<uint8_t>(l.train_lane);
+    if (l.lanes[i].active && cc_lane_allows(*this, qp, i, now)) return i;
+    l.train_left = 0;  // the lane was retired or is held: a new train elsewhere
   }
   if (cfg_.lossy.lane_weights) {
     // Smooth weighted round robin over the active lanes.
