@@ -144,6 +144,7 @@ class Daemons:
                  extra: list[str] | None = None, tag: str = "main"):
         self.procs: list[subprocess.Popen] = []
         self.ns = path.ns
+        self.tag = tag
         self.socks = [os.path.join(work, f"sroced-{tag}-{i}.sock") for i in range(2)]
         self.logs = [os.path.join(work, f"sroced-{tag}-{i}.log") for i in range(2)]
         for i in range(2):
@@ -248,6 +249,9 @@ def main() -> int:
                          "the latency set-up of docs/sroced.md (0: the defaults, normal tasks)")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the ib_write_bw runs (profiling the latency path)")
+    ap.add_argument("--perf", metavar="DIR",
+                    help="perf record -g both daemons during every ib_write_bw run into "
+                         "DIR/perf-PATH-MODE-Nqp.data (docs/performance.md)")
     ap.add_argument("--no-fabric", action="store_true",
                     help="skip the demo fabric's runs (fabric_ratio_min)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every program's report")
@@ -301,10 +305,20 @@ def main() -> int:
         def bw_run(pth, dm: Daemons, q: int) -> tuple[float, float]:
             """ib_write_bw with q QPs: (Gbit/s, both daemons' CPU ns per payload byte)."""
             log(f"ib_write_bw, {q} QP{'s' if q > 1 else ''}, 64 KiB, MTU 4096 ({pth.kind})")
+            rec = None
+            if a.perf:
+                os.makedirs(a.perf, exist_ok=True)
+                out = os.path.join(a.perf, f"perf-{pth.kind}-{dm.tag}-{q}qp.data")
+                rec = subprocess.Popen(
+                    ["perf", "record", "-q", "-F", "499", "-g", "-o", out, "-p",
+                     ",".join(str(p.pid) for p in dm.procs), "--", "sleep",
+                     str(max(1, a.seconds))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             c0 = dm.cpu_seconds()
             text = perftest_pair(bindir, pth, dm.socks, bw_common + ["-q", str(q)],
                                  timeout=90 + 2 * a.seconds + q)
             used = dm.cpu_seconds() - c0
+            if rec:
+                rec.wait(timeout=60)
             if a.verbose:
                 print(text, file=sys.stderr)
             gbps = perftest_out.bw_gbps(text)

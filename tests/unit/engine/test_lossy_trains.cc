@@ -306,3 +306,43 @@ TEST_CASE("scheduler quantum: many QPs take turns of train_bytes, equal shares",
     }
   }
 }
+
+TEST_CASE("lane trains: adaptive, packet by packet for a while after a loss", "[lossy][trains]") {
+  EngineConfig cfg = train_cfg(4096);
+  cfg.lossy.reorder_timeout = Duration::millis(5);
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 18}, {}, cfg);
+  warm_up(p);
+  p.a.mem.fill(p.a.addr(0), 65536, 8);
+  bool dropped = false;
+  p.w.filter = [&](const WirePkt& x) {
+    if (x.from == 0 && x.ext && !dropped && x.req.lane == 1 && x.req.lane_seq >= 1) {
+      dropped = true;  // the second packet of lane 1's first train
+      return Verdict::kDrop;
+    }
+    return Verdict::kDeliver;
+  };
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 65536)}, 1, kSendSignaled,
+               p.b.addr(0x10000), p.b.mr.rkey) == 0);
+  auto wa = wait_wc(p.w, p.a, 1);
+  REQUIRE(wa.size() == 1);
+  REQUIRE(dropped);
+  CHECK(qstats(p.a, p.qa).retransmits == 1);
+  // Posted right after the loss was reported: packet by packet.
+  size_t before = p.w.log.size();
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 16384)}, 2, kSendSignaled,
+               p.b.addr(0x30000), p.b.mr.rkey) == 0);
+  REQUIRE(wait_wc(p.w, p.a, 1).size() == 1);
+  for (size_t r : runs(new_request_lanes(p.w, before))) CHECK(r == 1);
+  // Long after the loss (more than 16 srtts): trains again.
+  p.w.now = p.w.now + Duration::millis(20);
+  before = p.w.log.size();
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 16384)}, 3, kSendSignaled,
+               p.b.addr(0x40000), p.b.mr.rkey) == 0);
+  REQUIRE(wait_wc(p.w, p.a, 1).size() == 1);
+  const auto r = runs(new_request_lanes(p.w, before));
+  REQUIRE(r.size() >= 2);
+  for (size_t i = 0; i + 1 < r.size(); ++i) CHECK(r[i] == 4);
+  CHECK(p.b.mem.same(p.b.addr(0x10000), p.a.mem, p.a.addr(0), 65536));
+  CHECK(p.b.mem.same(p.b.addr(0x30000), p.a.mem, p.a.addr(0), 16384));
+  CHECK(p.b.mem.same(p.b.addr(0x40000), p.a.mem, p.a.addr(0), 16384));
+}
