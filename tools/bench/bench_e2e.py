@@ -302,8 +302,20 @@ def main() -> int:
         bw_common = ["ib_write_bw", "-x", "0", "-F", "--report_gbits", "-m", "4096",
                      "-s", "65536", "-D", str(int(max(1, a.seconds)))]
 
-        def bw_run(pth, dm: Daemons, q: int) -> tuple[float, float]:
-            """ib_write_bw with q QPs: (Gbit/s, both daemons' CPU ns per payload byte)."""
+        def tx_counts(dm: Daemons) -> tuple[int, int]:
+            """The sending daemon's (packets, sendmsg/GSO sends) over all its UDP source ports."""
+            out = sh(os.path.join(bindir, "sroce"), "status", "--socket", dm.socks[0], "--json",
+                     timeout=30, check=False).stdout
+            try:
+                lanes = json.loads(out).get("lanes", [])
+            except json.JSONDecodeError:
+                return 0, 0
+            return (sum(x.get("tx_packets", 0) for x in lanes),
+                    sum(x.get("tx_sends", 0) for x in lanes))
+
+        def bw_run(pth, dm: Daemons, q: int) -> tuple[float, float, float]:
+            """ib_write_bw with q QPs: (Gbit/s, both daemons' CPU ns per payload byte, the
+            sender's packets per send system call / GSO send)."""
             log(f"ib_write_bw, {q} QP{'s' if q > 1 else ''}, 64 KiB, MTU 4096 ({pth.kind})")
             rec = None
             if a.perf:
@@ -314,9 +326,12 @@ def main() -> int:
                      ",".join(str(p.pid) for p in dm.procs), "--", "sleep",
                      str(max(1, a.seconds))], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             c0 = dm.cpu_seconds()
+            p0, s0 = tx_counts(dm)
             text = perftest_pair(bindir, pth, dm.socks, bw_common + ["-q", str(q)],
                                  timeout=90 + 2 * a.seconds + q)
             used = dm.cpu_seconds() - c0
+            p1, s1 = tx_counts(dm)
+            pps = (p1 - p0) / (s1 - s0) if s1 > s0 else -1.0
             if rec:
                 rec.wait(timeout=60)
             if a.verbose:
@@ -325,8 +340,9 @@ def main() -> int:
             gbytes = gbps * max(1, int(a.seconds)) / 8
             # CPU s per GB = ns per byte.
             nspb = used / gbytes if gbytes > 0 else float("inf")
-            log(f"  {gbps:.2f} Gbit/s; both daemons {used:.2f} CPU s, {nspb:.2f} ns per byte")
-            return gbps, nspb
+            log(f"  {gbps:.2f} Gbit/s; both daemons {used:.2f} CPU s, {nspb:.2f} ns per byte; "
+                f"{pps:.1f} packets per send")
+            return gbps, nspb, pps
 
         # The issue-21 modes: lossy with 8 lanes, compatible (lossy off).
         modes = {"lossy": ["--set", "engine.lossy=true", "--set", "engine.lanes=8"],
@@ -370,7 +386,7 @@ def main() -> int:
         lat: dict[str, list[dict]] = {"send": [], "write": []}
         for _ in range(a.repeat):
             for q in ((1, 8) if not a.latency_only else ()):
-                g, c = bw_run(path, daemons, q)
+                g, c, _ = bw_run(path, daemons, q)
                 bw[q].append(g)
                 cpu[q].append(c)
             for verb in ("send", "write"):
@@ -449,6 +465,9 @@ def main() -> int:
         for mode in ("lossy", "compat"):
             for q in QP_COUNTS:
                 res[f"sroced_ns_per_byte_{mode}_{q}qp"] = round(mq(direct, mode, q, 1), 3)
+        for mode in ("lossy", "compat"):
+            for q in QP_COUNTS:
+                res[f"packets_per_send_{mode}_{q}qp"] = round(mq(direct, mode, q, 2), 2)
         res["memcpy_ns_per_byte"] = round(median([x["memcpy_tx_ns_per_byte"] for x in limit]), 4)
         res["crc_ns_per_byte"] = round(median([x["crc_ns_per_byte"] for x in limit]), 4)
         res["limit_ns_per_byte"] = round(median([x["limit_ns_per_byte"] for x in limit]), 4)
