@@ -460,11 +460,14 @@ inline QpStats qstats(Host& h, Qpn q) {
   return *s;
 }
 
-// Lossy mode offered with `lanes` lanes (docs/lossy.md).
+// Lossy mode offered with `lanes` lanes (docs/lossy.md), sprayed packet by
+// packet (train_bytes 0: the tests written for per-packet spraying name the
+// lanes of single packets; test_lossy_trains.cc runs trains).
 inline EngineConfig lossy_cfg(uint16_t lanes = 16) {
   EngineConfig c;
   c.lossy.enable = true;
   c.lossy.lanes = lanes;
+  c.lossy.train_bytes = 0;
   return c;
 }
 

@@ -49,10 +49,13 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   // Congestion control off (-1) or each algorithm (docs/cc/README.md): the
   // controllers, pacing holds, CNPs and INT echo allocate nothing either.
   const int alg = GENERATE(-1, 0, 1, 2, 3);
-  CAPTURE(lossy, alg);
+  // Packet by packet and in lane trains / scheduler quanta (docs/lossy.md "Lane trains").
+  const uint32_t train = GENERATE(0u, kDefaultTrainBytes);
+  CAPTURE(lossy, alg, train);
   EngineConfig cfg;
   cfg.lossy.enable = lossy;
   cfg.lossy.lanes = 8;
+  cfg.lossy.train_bytes = train;
   cfg.cc.enable = alg >= 0;
   if (alg >= 0) cfg.cc.config.algorithm = static_cast<cc::Algorithm>(alg);
   // INT records two switches push on shimmed requests (proto/int.h).
@@ -179,8 +182,9 @@ TEST_CASE("no allocation on the data path / including loss recovery", "[alloc]")
   // The impaired phase really moved traffic (packets counts only that phase).
   // With a controller fewer packets are needed: a small window (Swift after
   // the losses) wastes less on go-back-N, and a paced QP leaves more of its
-  // work to the drain (lossy + delay with lane weights: 378).
-  CHECK(packets > (alg < 0 ? 2000u : 300u));
+  // work to the drain (lossy + delay with lane weights: 429 packet by packet,
+  // 272 in trains, whose lanes the per-packet loss pattern here hits unevenly).
+  CHECK(packets > (alg < 0 ? 2000u : 250u));
   CHECK(p.a->stats().retransmits > 0);
   CHECK(p.b->stats().duplicates > 0);
   const QpStats sa = *p.a->qp_stats(p.qa), sb = *p.b->qp_stats(p.qb);

@@ -179,9 +179,13 @@ TEST_CASE("memory: lossy mode's windows come at RTR and follow the lane count", 
   CHECK(l1.own - per_lane < 32 * 1024);
   // 16 lanes (the default): about 25 KB, under 40 KB at the 64-lane maximum.
   CHECK(l64.own < 40 * 1024);
-  // The allocator saw the same bytes (plus its own headers).
+  // The allocator saw the same bytes (plus its own headers), within 512 bytes
+  // either way: mallinfo2 counts chunk sizes, and which free chunks the RTR's
+  // allocations reuse or split depends on the heap's history (Catch's own
+  // allocations, sizeof(Qp)): 25248 against 25344 at 16 lanes is seen both in
+  // main's build under -s and here without it.
   for (const Connected& c : {l1, l16, l64}) {
-    CHECK(c.alloc >= c.own);
+    CHECK(c.alloc + 512 >= c.own);
     CHECK(c.alloc <= c.own + 512);
   }
 }

@@ -217,3 +217,42 @@ TEST_CASE("reorder window: path skew beyond reorder_timeout lifts the cap; spuri
     }
   }
 }
+
+TEST_CASE("lane weights with trains: a cut lane carries shorter trains, the others full ones",
+          "[lossy][weights][trains]") {
+  EngineConfig cfg = lossy_cfg(4);
+  cfg.lossy.train_bytes = 8192;  // 8 packets at MTU 1024
+  Pair p(QpOpts{.max_send_wr = 256, .max_recv_wr = 256}, {.mtu = Mtu::k1024, .timeout = 14}, {},
+         cfg);
+  warm_up(p);
+  p.a.mem.fill(p.a.addr(0), 65536, 3);
+  p.w.filter = [](const WirePkt& x) { return x.from == 0 ? Verdict::kHold : Verdict::kDeliver; };
+  Driver d{p};
+  for (int i = 0; i < 20; ++i) d.round(-1);
+  for (int i = 0; i < 40; ++i) d.round(2);  // lane 2's path marks CE: its weight drops
+  REQUIRE(lane(p, 2).weight < kLaneWeightFull / 4);
+  const size_t from = p.w.log.size();
+  const auto t0 = lane_tx(p);
+  for (int i = 0; i < 20; ++i) d.round(2);
+  const auto t1 = lane_tx(p);
+  // Runs of new requests per lane in this phase.
+  std::vector<std::pair<uint8_t, size_t>> runs;
+  for (size_t i = from; i < p.w.log.size(); ++i) {
+    const WirePkt& x = p.w.log[i];
+    if (x.from != 0 || !x.ext || x.op() == SROCE_OP_ACK || (x.req.flags & SROCE_LEH_F_RETX)) continue;
+    if (runs.empty() || runs.back().first != x.req.lane) runs.push_back({x.req.lane, 0});
+    ++runs.back().second;
+  }
+  size_t longest2 = 0, full0 = 0;
+  for (size_t i = 0; i + 1 < runs.size(); ++i) {
+    if (runs[i].first == 2) longest2 = std::max(longest2, runs[i].second);
+    if (runs[i].first == 0 && runs[i].second == 8) ++full0;
+  }
+  CHECK(longest2 >= 1);
+  CHECK(longest2 <= 2);  // 8 packets x weight < 1/4
+  CHECK(full0 > 0);      // a full-weight lane still carries whole trains
+  CHECK((t1[2] - t0[2]) * 3 < (t1[0] - t0[0]));
+  d.drain();
+  CHECK(p.b.mem.same(p.b.addr(0x100000), p.a.mem, p.a.addr(0), 65536));
+  CHECK(qstats(p.a, p.qa).retransmits == 0);
+}

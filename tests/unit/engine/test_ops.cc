@@ -73,7 +73,11 @@ TEST_CASE("MSN counts completed messages - READ responses carry it", "[ops]") {
 }
 
 TEST_CASE("transmit: round-robin over QPs / responses before requests", "[ops][tx]") {
-  Host a(0x0a000001, 1), b(0x0a000002, 2);
+  // Quanta of one packet (train_bytes 0): the QPs alternate packet by packet
+  // (test_lossy_trains.cc checks the quanta of train_bytes).
+  EngineConfig one;
+  one.lossy.train_bytes = 0;
+  Host a(0x0a000001, 1, one), b(0x0a000002, 2, one);
   Qpn a1 = make_qp(a), a2 = make_qp(a), b1 = make_qp(b), b2 = make_qp(b);
   connect(a, a1, QpType::kRc, b, b1, {.mtu = Mtu::k256});
   connect(a, a2, QpType::kRc, b, b2, {.mtu = Mtu::k256});
@@ -580,7 +584,9 @@ TEST_CASE("UD: no receive WQE drops / too small a buffer is LOC_LEN_ERR / size l
 }
 
 TEST_CASE("SRQ shared by two QPs raises the limit event once", "[ops][srq]") {
-  Host a(0x0a000001, 1), b(0x0a000002, 2);
+  EngineConfig one;  // the QPs' SENDs alternate (quanta of one packet), as posted
+  one.lossy.train_bytes = 0;
+  Host a(0x0a000001, 1, one), b(0x0a000002, 2, one);
   Wire w(a, b);
   auto srq = b->create_srq(b.pd, {16, 2, 0});
   REQUIRE(srq.ok());

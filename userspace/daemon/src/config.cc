@@ -382,6 +382,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("engine.seed", c.engine.seed, 0, INT64_MAX);
   r.boolean("engine.lossy", c.engine.lossy);
   r.integer("engine.lanes", c.engine.lanes, 0, 64);
+  r.integer("engine.lane_train_bytes", c.engine.lane_train_bytes, 0, 1 << 20);
   r.string("engine.cc.algorithm", c.engine.cc.algorithm, kCcAlgorithms);
   r.integer("engine.cc.line_rate_mbps", c.engine.cc.line_rate_mbps, 1, 1'000'000);
   r.integer("engine.cc.base_rtt_us", c.engine.cc.base_rtt_us, 1, 1'000'000);

@@ -107,6 +107,10 @@ struct Config {
     // 0 = the build's default (Kconfig DEFAULT_LANES).
     bool lossy = true;
     uint32_t lanes = 0;
+    // Lane trains (docs/lossy.md "Lane trains"): bytes of consecutive new packets
+    // of a QP one lane carries before the next lane is chosen (one GSO send, one
+    // GRO batch); 0 or <= the MTU: packet by packet.
+    uint32_t lane_train_bytes = 32768;
     // [engine.cc]: congestion control per RC QP (docs/cc/README.md,
     // docs/sroced.md "Congestion control"). "none" = off: the engine sends
     // exactly what it sends without congestion control.

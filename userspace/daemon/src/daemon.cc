@@ -218,6 +218,7 @@ Result<void> Daemon::start() {
   ec.seed = seed;
   ec.lossy.enable = cfg_.engine.lossy;
   if (cfg_.engine.lanes != 0) ec.lossy.lanes = static_cast<uint16_t>(cfg_.engine.lanes);
+  ec.lossy.train_bytes = cfg_.engine.lane_train_bytes;
   apply_cc_config(cfg_, ec);  // [engine.cc]
   ec.lossy.lane_weights = cfg_.engine.lane_weights;
   ec.lossy.reorder_timeout_max =

@@ -202,6 +202,7 @@ class Engine::Impl {
   bool lossy_psn(eng::Qp& qp, uint32_t psn);
   bool lossy_resend_compat(eng::Qp& qp, uint32_t from);
   uint8_t lossy_pick_lane(eng::Qp& qp, Time now, bool resend);
+  uint8_t lossy_pick_lane_one(eng::Qp& qp, Time now, bool resend);
   void lossy_trailer_lanes(eng::Qp& qp, uint8_t lane, sroce_leh_req& leh);
   uint16_t lane_port(const eng::Qp& qp, uint8_t lane) const;
   void lossy_on_sent(eng::Qp& qp, uint32_t psn, uint8_t lane, bool retx, Time now);
@@ -224,7 +225,7 @@ class Engine::Impl {
                        const uint8_t* trailer = nullptr) const;
 
   // scheduling (tx.cc)
-  void sched_req(eng::Qp& qp);
+  void sched_req(eng::Qp& qp, bool front = false);
   void sched_resp(eng::Qp& qp);
   void unsched(eng::Qp& qp);
   void timer_update(eng::Qp& qp);
@@ -259,6 +260,10 @@ class Engine::Impl {
 
   // transmit scheduling: FIFO lists of QP slots
   uint32_t req_head_ = eng::kNone, req_tail_ = eng::kNone;
+  // The requester's quantum (poll_transmit): the QP at the head of the list
+  // and the packets it may still send before the next QP's turn.
+  uint32_t req_burst_qp_ = eng::kNone;
+  uint32_t req_burst_left_ = 0;
   uint32_t resp_head_ = eng::kNone, resp_tail_ = eng::kNone;
   // timer heap of QP slots ordered by heap_key_
   std::vector<uint32_t> heap_;

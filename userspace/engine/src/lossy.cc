@@ -33,6 +33,10 @@ constexpr uint32_t kMaxBackoff = 6;  // RTO doubles at most 2^6 times
 // daemon) is served again within kRtoCap of resuming, instead of up to
 // 64 timeouts later (4.3 s at the common timeout 14).
 constexpr Duration kRtoCap = Duration::millis(500);
+// Adaptive lane trains (lossy_pick_lane): one-packet trains for this many QP
+// srtts (at least kTrainLossHoldMin each) after a loss.
+constexpr int64_t kTrainLossHold = 16;
+constexpr Duration kTrainLossHoldMin = Duration::micros(10);
 
 TxSlot& slot(Qp& qp, uint32_t psn) { return qp.lossy.txw[psn & (kLossyWindow - 1)]; }
 
@@ -117,6 +121,9 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   l.compat_rewind = false;
   l.tx_start = 0;
   l.next_lane = 0;
+  l.train_lane = 0;
+  l.train_left = 0;
+  l.loss_seen = false;
   l.rsn_next = 0;
   l.rtx_count = 0;
   l.rto_backoff = 0;
@@ -271,7 +278,41 @@ void probe_failed(LaneTx& t, Time now) {
 // Round-robin over the active lanes (spraying). A retired lane whose
 // hold-down ended carries exactly one new packet, its probe (never a
 // retransmission: a lost probe then costs one packet, sent again elsewhere).
+// New packets go in trains (LossyConfig::train_bytes): the lane chosen for a
+// train's first packet takes the next ones too while it stays active and its
+// controller allows it; the choice below (weights, round robin) is made once
+// per train. Each packet still takes the lane's next sequence number, so the
+// receiver's per-lane gap detection does not change.
+// Adaptive: for kTrainLossHold QP srtts after a loss (a retransmission
+// request or an RTO) trains are one packet long. A loss at a train's tail is
+// found only when its lane passes it again, which in trains is after
+// (lanes - 1) other trains instead of (lanes - 1) packets; under loss the
+// batching is worth less than finding losses early (docs/lossy.md, Lane trains).
+// With lane weights a train is as much shorter as its lane's weight is cut.
 uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
+  const uint8_t lane = lossy_pick_lane_one(qp, now, resend);
+  Lossy& l = qp.lossy;
+  if (!resend && lane < l.nlanes && l.lanes[lane].active) {  // a probe (retired lane) is no train
+    if (lane != l.train_lane || l.train_left == 0) {
+      const uint32_t mtu = qp.mtu ? qp.mtu : 1;
+      const int64_t hold_ps = std::max<int64_t>(l.srtt_ps, kTrainLossHoldMin.ps) * kTrainLossHold;
+      const bool lossy_now = l.loss_seen && (now - l.loss_at).ps < hold_ps;
+      uint32_t n = lossy_now ? 1 : std::max<uint32_t>(cfg_.lossy.train_bytes / mtu, 1);
+      // A lane whose weight was cut (a congested path) carries shorter trains,
+      // in proportion: a full train landing on a slow link is a burst its
+      // queue has to absorb, and the weights steer finely only in small units.
+      if (cfg_.lossy.lane_weights)
+        n = std::max<uint32_t>(
+            static_cast<uint32_t>(uint64_t{n} * l.lanes[lane].weight / kLaneWeightFull), 1);
+      l.train_left = n;
+      l.train_lane = lane;
+    }
+    --l.train_left;
+  }
+  return lane;
+}
+
+uint8_t Engine::Impl::lossy_pick_lane_one(Qp& qp, Time now, bool resend) {
   Lossy& l = qp.lossy;
   for (uint16_t i = 0; i < l.nlanes; ++i) {
     LaneTx& t = l.lanes[i];
@@ -282,6 +323,11 @@ uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
       t.probe_at = now;
       return static_cast<uint8_t>(i);
     }
+  }
+  if (!resend && l.train_left > 0 && l.train_lane < l.nlanes) {
+    const auto i = static_cast<uint8_t>(l.train_lane);
+    if (l.lanes[i].active && cc_lane_allows(*this, qp, i, now)) return i;
+    l.train_left = 0;  // the lane was retired or is held: a new train elsewhere
   }
   if (cfg_.lossy.lane_weights) {
     // Smooth weighted round robin over the active lanes.
@@ -526,6 +572,8 @@ void Engine::Impl::lossy_on_ack(Qp& qp, const sroce_pkt& pkt, const sroce_leh_ac
     t.pending = true;
     ++l.rtx_count;
     any = true;
+    l.loss_at = now;  // adaptive trains (lossy_pick_lane)
+    l.loss_seen = true;
     LaneTx& lt = l.lanes[t.lane % kMaxLanes];
     ++lt.naks;
     cc_lane_loss(*this, qp, static_cast<uint8_t>(t.lane % kMaxLanes), now);
@@ -588,6 +636,8 @@ void Engine::Impl::lossy_on_rto(Qp& qp, Time now) {
   }
   --qp.retry_left;
   qp.implied_valid = false;
+  l.loss_at = now;  // adaptive trains (lossy_pick_lane)
+  l.loss_seen = true;
   uint32_t marked = 0;
   bool compat = false;
   if (l.mixed && !lossy_psn(qp, psn_add(qp.acked_psn, 1))) {

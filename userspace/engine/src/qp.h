@@ -246,6 +246,14 @@ struct Lossy {
   // requester
   uint16_t nlanes = 1;
   uint16_t next_lane = 0;
+  // Lane trains (LossyConfig::train_bytes): the lane of the current train and
+  // the new packets it still takes.
+  uint16_t train_lane = 0;
+  uint32_t train_left = 0;
+  // Adaptive trains: the last retransmission request or RTO; for a while
+  // after it the QP sprays packet by packet (lossy_pick_lane).
+  Time loss_at;
+  bool loss_seen = false;
   uint8_t retired_chunk = 0;  // which 8 lanes' state the next trailer carries
   uint32_t rsn_next = 0;  // receive sequence number of the next SEND / WRITE w/ imm
   uint32_t rtx_count = 0; // pending selective retransmissions

@@ -5,11 +5,14 @@
 // never delays the acknowledgements a peer is waiting for, then QPs with
 // requests to send. A QP that produced a packet goes to the tail of its list
 // (round-robin); one that produced nothing leaves it until an event (post,
-// ACK, timer) puts it back.
+// ACK, timer) puts it back. Requests go in quanta: a QP keeps its turn for
+// LossyConfig::train_bytes of packets (a lane train in lossy mode), so that
+// many QPs still hand the datapath runs of one flow to pack into GSO sends.
 //
 // Timers are deadlines in a binary heap of QP slots. Moving a deadline later
 // leaves the heap entry alone (the entry fires early, finds nothing due and
 // re-inserts itself); moving it earlier sifts it up.
+#include <algorithm>
 #include <cstring>
 
 #include "impl.h"
@@ -61,13 +64,23 @@ size_t Engine::Impl::finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_
 }
 
 // ------------------------------------------------------------ lists
-void Engine::Impl::sched_req(Qp& qp) {
+void Engine::Impl::sched_req(Qp& qp, bool front) {
   if (qp.in_req_list ||
       (qp.sq_next == qp.sq_tail && qp.lossy.rtx_count == 0 && qp.lossy.rd_ask_n == 0) ||
       qp.rnr_wait)
     return;
   if (qp.state != QpState::kRts && qp.state != QpState::kSqd) return;
   qp.in_req_list = true;
+  if (front) {  // the QP keeps its turn (poll_transmit's quantum)
+    qp.req_prev = kNone;
+    qp.req_next = req_head_;
+    if (req_head_ != kNone)
+      qps_[req_head_].req_prev = qp.slot;
+    else
+      req_tail_ = qp.slot;
+    req_head_ = qp.slot;
+    return;
+  }
   qp.req_next = kNone;
   qp.req_prev = req_tail_;
   if (req_tail_ != kNone)
@@ -151,11 +164,23 @@ std::optional<TxPacket> Engine::Impl::poll_transmit(std::span<std::byte> out, Ti
   while (req_head_ != kNone) {
     Qp& qp = qps_[req_head_];
     unlink_req(*this, qp);
-    if (!cc_may_send(*this, qp, now)) continue;  // window or pacing (congestion.h)
-    size_t n = req_build(qp, buf, tx.meta, now);
-    if (n == 0) continue;
+    if (qp.slot != req_burst_qp_) {
+      // Round robin in quanta of LossyConfig::train_bytes (at least one
+      // packet): a QP's consecutive packets are what the datapath packs into
+      // one GSO send (one lane's train in lossy mode), however many QPs send.
+      req_burst_qp_ = qp.slot;
+      req_burst_left_ = std::max<uint32_t>(cfg_.lossy.train_bytes / (qp.mtu ? qp.mtu : 1), 1);
+    }
+    size_t n = 0;
+    if (cc_may_send(*this, qp, now)) n = req_build(qp, buf, tx.meta, now);  // cc: window or pacing
+    if (n == 0) {
+      req_burst_qp_ = kNone;  // its turn ends; it is back in the list when it has work
+      continue;
+    }
     n = cc_add_shim(*this, qp, buf, n, out.size());  // INT shim (congestion.h)
-    sched_req(qp);  // round-robin: back to the tail while it has work
+    const bool keep = --req_burst_left_ > 0;
+    if (!keep) req_burst_qp_ = kNone;
+    sched_req(qp, keep);  // round-robin: back to the tail (or the head, within its quantum) while it has work
     ++stats_.tx_packets;
     ++qp.stats.tx_packets;
     qp.stats.tx_bytes += n;

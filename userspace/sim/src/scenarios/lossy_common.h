@@ -84,6 +84,7 @@ struct IncastRun {
   bool trim = false;
   bool pfc = false;
   uint16_t lanes = 16;
+  uint32_t train_bytes = kDefaultTrainBytes;  // LossyConfig::train_bytes
   uint32_t chunk_bytes = 64u << 10;
   Duration limit = Duration::millis(200);
   uint64_t seed = 1;

@@ -92,6 +92,7 @@ int scenario_lossy_trim(const ScenarioOptions& opt, Reporter& rep) {
   base.warm = Duration::micros(static_cast<int64_t>(opt.param_u64("warm_us", 100)));
   base.buffer_bytes = opt.param_u64("buffer_kb", 4096) * 1024;
   base.lanes = static_cast<uint16_t>(opt.param_u64("lanes", 16));
+  base.train_bytes = static_cast<uint32_t>(opt.param_u64("train_bytes", base.train_bytes));
   base.chunk_bytes = static_cast<uint32_t>(opt.param_u64("chunk", 65536));
   IncastRun on = base, off = base, pfc = base;
   on.trim = true;

@@ -43,6 +43,7 @@ Json run_incast(const IncastRun& c) {
   hc.engine.port_mtu = fc.qp.mtu;
   hc.engine.icrc_offload = true;
   hc.engine.lossy.lanes = c.lanes;
+  hc.engine.lossy.train_bytes = c.train_bytes;
   hc.discard_payload = true;
   hc.arena_bytes = 2 * fc.chunk_bytes + (64u << 10);
   LeafSpine t = build_leaf_spine(net, lc, hc);

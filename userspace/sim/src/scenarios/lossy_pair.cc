@@ -55,6 +55,7 @@ PairRun base_run(const ScenarioOptions& opt, uint64_t bytes, uint32_t msg, uint3
   r.lossy.reorder_timeout_max =
       Duration::micros(static_cast<int64_t>(opt.param_u64("reorder_timeout_max_us", 1000)));
   r.lossy.lane_weights = opt.param_u64("lane_weights", 1) != 0;
+  r.lossy.train_bytes = static_cast<uint32_t>(opt.param_u64("train_bytes", r.lossy.train_bytes));
   r.lossy.lane_delay_target =
       Duration::micros(static_cast<int64_t>(opt.param_u64("lane_delay_target_us", 25)));
   r.lossy.lane_int = opt.param_u64("lane_int", 1) != 0;

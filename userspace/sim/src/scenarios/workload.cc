@@ -107,6 +107,8 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   hc.discard_payload = !fc.verify && opt.param_u64("payload", 0) == 0;
   hc.engine.lossy.enable = opt.param_u64("lossy", 1) != 0;
   hc.engine.lossy.lanes = static_cast<uint16_t>(opt.param_u64("lanes", hc.engine.lossy.lanes));
+  hc.engine.lossy.train_bytes =
+      static_cast<uint32_t>(opt.param_u64("train_bytes", hc.engine.lossy.train_bytes));
   hc.arena_bytes =
       opt.param_u64("arena_kb", fc.verify ? 64 * 1024 : 2 * fc.chunk_bytes / 1024 + 64) * 1024;
 

@@ -83,6 +83,9 @@ inline constexpr uint16_t kDefaultLanes = SROCE_CONFIG_DEFAULT_LANES;  // Kconfi
 #else
 inline constexpr uint16_t kDefaultLanes = 16;
 #endif
+// Default LossyConfig::train_bytes: 32 KiB, UCCL's chunk (docs/lossy.md says
+// how the simulator's lossy scenarios chose it).
+inline constexpr uint32_t kDefaultTrainBytes = 32768;
 // Upper bound of LossyConfig::lanes (per-lane state is a fixed array).
 inline constexpr uint16_t kMaxLanes = 64;
 
@@ -92,6 +95,12 @@ inline constexpr uint16_t kMaxLanes = 64;
 struct LossyConfig {
   bool enable = true;           // offer lossy mode; negotiated per QP; false = compatible only
   uint16_t lanes = kDefaultLanes;  // source ports per QP in lossy mode (1 = selective repeat, one path)
+  // Lane trains (docs/lossy.md "Lane trains"): a lane carries this many bytes
+  // of consecutive new packets of the QP (rounded down to whole packets, at
+  // least one) before the next lane is chosen, so that a train leaves as one
+  // UDP GSO send and arrives as one GRO batch. <= the path MTU: packet by
+  // packet. Retransmissions and probes are always chosen packet by packet.
+  uint32_t train_bytes = kDefaultTrainBytes;
   // Single lane: later arrivals before a gap is a loss (Falcon). With lanes a
   // cross-lane gap waits for every lane to pass it or for the timer
   // (docs/lossy.md says why no count is used there).
