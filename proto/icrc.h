@@ -76,18 +76,40 @@ uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, 
 struct sroce_icrc_id_solver {
 	uint32_t basis[32]; /* echelon basis of the image, by highest set bit; 0 = none */
 	uint16_t combo[32]; /* the id whose syndrome basis[j] is */
+	uint32_t col[16];   /* L_len(1 << i): the syndrome of id bit i */
 	uint32_t len;       /* payload length (BTH .. pad) it was built for */
 	uint32_t valid;
 };
 void sroce_icrc_id_solver_init(struct sroce_icrc_id_solver *s, size_t len);
 /* 0 and *ip_id if `syndrome` is the syndrome of an id, else -1. */
 int sroce_icrc_id_solve(const struct sroce_icrc_id_solver *s, uint32_t syndrome, uint16_t *ip_id);
+/* L_len(ip_id): ICRC(id ip_id) = ICRC(id 0) ^ this, for the solver's length. */
+static inline uint32_t sroce_icrc_id_delta(const struct sroce_icrc_id_solver *s, uint16_t ip_id)
+{
+	uint32_t d = 0;
+	for (int i = 0; ip_id; i++, ip_id >>= 1)
+		if (ip_id & 1)
+			d ^= s->col[i];
+	return d;
+}
 
 #define SROCE_ICRC_ID_CACHE 16 /* solvers, direct-mapped by length / 4 */
 struct sroce_icrc_id_cache {
 	struct sroce_icrc_id_solver slot[SROCE_ICRC_ID_CACHE];
 	uint64_t builds; /* solvers built (cache misses) */
 };
+/* The solver for payload length `len`, built on a miss. */
+const struct sroce_icrc_id_solver *sroce_icrc_id_cache_get(struct sroce_icrc_id_cache *c, size_t len);
+
+/*
+ * The sender's side (docs/wire.md, "UDP GSO and the IPv4 identification"): a
+ * RoCEv2 UDP payload sroce built for IPv4 identification 0 (`udp` .. `udp +
+ * len`: an optional INT shim, BTH .. pad, ICRC) gets the ICRC it must carry
+ * with identification `ip_id` instead, as the kernel numbers the segments of
+ * one UDP GSO send 0, 1, 2, ... Returns 0, or -1 (nothing changed) if `len`
+ * is too short or the INT shim does not parse.
+ */
+int sroce_icrc_set_ip_id(uint8_t *udp, size_t len, uint16_t ip_id, struct sroce_icrc_id_cache *c);
 
 enum sroce_icrc_verdict {
 	SROCE_ICRC_BAD = -1,
@@ -97,8 +119,9 @@ enum sroce_icrc_verdict {
 /*
  * Verifies the ICRC `icrc` of `payload` (`len` bytes, BTH .. pad). `ip_id`:
  * the IPv4 identification when the datapath saw the header (checked
- * exactly), or -1 when it did not (id 0 first, then recovery through
- * `cache`; NULL: no recovery). IPv6 addresses: the id plays no part.
+ * exactly, with that id only), or -1 when it did not (id 0 first, then
+ * recovery through `cache`; NULL: no recovery). IPv6 addresses: the id plays
+ * no part.
  */
 int sroce_icrc_check(const struct sroce_icrc_addr *a, int32_t ip_id, const uint8_t *payload,
 		     size_t len, uint32_t icrc, struct sroce_icrc_id_cache *cache, uint16_t *recovered);

@@ -20,6 +20,7 @@
  * 32 steps to 0 (in the image: the id is recovered exactly) or not (corrupt).
  */
 #include "icrc.h"
+#include "int.h"
 
 /* The CRC register after one zero byte from `reg` (no pre/post inversion):
  * linear in `reg`. */
@@ -68,6 +69,8 @@ void sroce_icrc_id_solver_init(struct sroce_icrc_id_solver *s, size_t len)
 				z[j] = z2[j];
 		}
 	}
+	for (int i = 0; i < 16; i++)
+		s->col[i] = col[i];
 	/* Echelon basis indexed by its highest set bit, with the ids that make it. */
 	for (int j = 0; j < 32; j++) {
 		s->basis[j] = 0;
@@ -108,6 +111,39 @@ int sroce_icrc_id_solve(const struct sroce_icrc_id_solver *s, uint32_t syndrome,
 	return 0;
 }
 
+const struct sroce_icrc_id_solver *sroce_icrc_id_cache_get(struct sroce_icrc_id_cache *c, size_t len)
+{
+	struct sroce_icrc_id_solver *s = &c->slot[(len >> 2) % SROCE_ICRC_ID_CACHE];
+
+	if (!s->valid || s->len != len) {
+		sroce_icrc_id_solver_init(s, len);
+		c->builds++;
+	}
+	return s;
+}
+
+int sroce_icrc_set_ip_id(uint8_t *udp, size_t len, uint16_t ip_id, struct sroce_icrc_id_cache *c)
+{
+	size_t shim = 0;
+
+	/* The ICRC does not cover an INT shim (docs/wire.md, INT): the covered
+	 * payload, and with it the pseudo header's lengths, start behind it. */
+	if (sroce_int_present(udp, len)) {
+		struct sroce_int_shim sh;
+		if (sroce_int_shim_parse(udp, len, &sh) != SROCE_INT_OK)
+			return -1;
+		shim = sroce_int_shim_bytes(&sh);
+	}
+	if (len < shim + SROCE_BTH_LEN + SROCE_ICRC_LEN)
+		return -1;
+	if (ip_id == 0)
+		return 0;
+	const size_t covered = len - shim - SROCE_ICRC_LEN;
+	uint8_t *icrc = udp + len - SROCE_ICRC_LEN;
+	sroce_icrc_put(icrc, sroce_icrc_get(icrc) ^ sroce_icrc_id_delta(sroce_icrc_id_cache_get(c, covered), ip_id));
+	return 0;
+}
+
 static bool gid_v4(const uint8_t g[16])
 {
 	for (int i = 0; i < 10; i++)
@@ -121,27 +157,19 @@ int sroce_icrc_check(const struct sroce_icrc_addr *a, int32_t ip_id, const uint8
 {
 	const bool v4 = gid_v4(a->src_gid) && gid_v4(a->dst_gid);
 
-	if (v4 && ip_id > 0) {
-		if (sroce_icrc_payload_id(a, (uint16_t)ip_id, payload, len) == icrc)
-			return SROCE_ICRC_OK;
-		/* sroce's UDP datapath computes every GSO segment's ICRC with id 0 and the
-		 * kernel numbers the segments afterwards (docs/interop.md, "GSO"): a datapath
-		 * that sees the id still accepts that ICRC, or it could not hear sroce peers. */
-		return sroce_icrc_payload(a, payload, len) == icrc ? SROCE_ICRC_OK : SROCE_ICRC_BAD;
-	}
+	/* A known id is checked with that id only: sroce's own GSO segments carry
+	 * the ICRC of the id the kernel gives them (sroce_icrc_set_ip_id). */
+	if (v4 && ip_id > 0)
+		return sroce_icrc_payload_id(a, (uint16_t)ip_id, payload, len) == icrc ? SROCE_ICRC_OK
+											: SROCE_ICRC_BAD;
 	const uint32_t syndrome = sroce_icrc_payload(a, payload, len) ^ icrc;
 	if (syndrome == 0)
 		return SROCE_ICRC_OK;
 	/* IPv6 has no identification; a known id already failed. */
 	if (!v4 || ip_id == 0 || !cache)
 		return SROCE_ICRC_BAD;
-	struct sroce_icrc_id_solver *s = &cache->slot[(len >> 2) % SROCE_ICRC_ID_CACHE];
-	if (!s->valid || s->len != len) {
-		sroce_icrc_id_solver_init(s, len);
-		cache->builds++;
-	}
 	uint16_t id;
-	if (sroce_icrc_id_solve(s, syndrome, &id) != 0)
+	if (sroce_icrc_id_solve(sroce_icrc_id_cache_get(cache, len), syndrome, &id) != 0)
 		return SROCE_ICRC_BAD;
 	if (recovered)
 		*recovered = id;

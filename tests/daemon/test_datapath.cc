@@ -4,7 +4,11 @@
 
 #include <arpa/inet.h>
 #include <linux/in6.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -16,6 +20,8 @@
 #include <vector>
 
 #include "udp_datapath.h"
+#include "proto/icrc.h"
+#include "proto/packet.h"
 #include "../skip.h"  // SROCE_SKIP
 
 using namespace sroce;
@@ -71,7 +77,8 @@ TEST_CASE("same-size packets leave as one GSO send and arrive intact", "[datapat
   for (size_t i = 0; i < kN; ++i) {
     REQUIRE(payloads[i].size() == kLen);
     CHECK(payloads[i][0] == std::byte(i));
-    CHECK(payloads[i][kLen - 1] == std::byte(i));
+    // The last 4 bytes are the ICRC, which segment i > 0 has made for IPv4 id i (below).
+    CHECK(payloads[i][kLen - 5] == std::byte(i));
   }
   CHECK(first.meta.src == Gid::from_ipv4(kLo));
   CHECK(first.meta.dst == Gid::from_ipv4(kLo));
@@ -491,4 +498,128 @@ TEST_CASE("IPv6: with an exclusive flow-label lease in the namespace, sends fall
   CHECK(o.tx_errors == 0);
   CHECK_FALSE(o.named_after);
   for (uint32_t l : o.labels) CHECK(l != 0x12345);  // the kernel's automatic labels
+}
+
+// UDP GSO and the IPv4 identification (docs/wire.md): the kernel gives segment i of one
+// send the id i, and each segment must carry the ICRC of its own id. A TUN device without
+// offloads (none are enabled unless TUNSETOFFLOAD asks) makes the kernel segment the send
+// in software and hands the test every segment with the IP header it really got; the ICRC
+// is then checked over that header (sroce_icrc_ip), as rxe and the DPDK datapath check it.
+// In a network namespace of this thread's own; needs CAP_NET_ADMIN and /dev/net/tun.
+TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel gives it", "[datapath][gso]") {
+  constexpr uint32_t kLocal = 0x0ac90001, kPeer = 0x0ac90002;  // 10.201.0.1 -> 10.201.0.2 (via the TUN)
+  constexpr size_t kN = 12, kPayload = 1000;
+  struct Outcome {
+    std::string skip, fail;
+    std::vector<std::vector<uint8_t>> frames;  // IPv4 packets read from the TUN
+    uint64_t sends = 0;
+  } o;
+  std::thread t([&o] {
+    if (unshare(CLONE_NEWNET) != 0) {
+      (errno == EPERM ? o.skip : o.fail) = std::string("unshare(CLONE_NEWNET): ") + strerror(errno);
+      return;
+    }
+    const int tun = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (tun < 0) {
+      o.skip = std::string("/dev/net/tun: ") + strerror(errno);
+      return;
+    }
+    ifreq ifr{};
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "gsotun0");
+    const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    auto cfg_addr = [&](unsigned long req, uint32_t a) {
+      ifreq r{};
+      snprintf(r.ifr_name, sizeof r.ifr_name, "gsotun0");
+      sockaddr_in sin{};
+      sin.sin_family = AF_INET;
+      sin.sin_addr.s_addr = htonl(a);
+      memcpy(&r.ifr_addr, &sin, sizeof sin);
+      return ioctl(s, req, &r) == 0;
+    };
+    ifreq up{};
+    snprintf(up.ifr_name, sizeof up.ifr_name, "gsotun0");
+    up.ifr_flags = IFF_UP;
+    if (ioctl(tun, TUNSETIFF, &ifr) != 0 || !cfg_addr(SIOCSIFADDR, kLocal) ||
+        !cfg_addr(SIOCSIFNETMASK, 0xffffff00) || ioctl(s, SIOCSIFFLAGS, &up) != 0) {
+      o.fail = std::string("TUN setup: ") + strerror(errno);
+      close(s);
+      close(tun);
+      return;
+    }
+    const uint16_t port = SROCE_UDP_PORT;
+    uint32_t addrs[] = {kLocal};
+    auto dp = UdpDatapath::create(cfg_on(port, true), addrs);
+    if (!dp) {
+      o.fail = dp.error().message;
+      close(s);
+      close(tun);
+      return;
+    }
+    PacketMeta m;
+    m.src = Gid::from_ipv4(kLocal);
+    m.dst = Gid::from_ipv4(kPeer);
+    m.src_port = 0xc123;
+    m.dst_port = port;
+    sroce_icrc_addr a{};
+    memcpy(a.src_gid, m.src.raw, 16);
+    memcpy(a.dst_gid, m.dst.raw, 16);
+    a.src_port = m.src_port;
+    a.dst_port = port;
+    // A WRITE's MIDDLE packets as the engine builds them: BTH, payload, ICRC for id 0.
+    for (size_t i = 0; i < kN; ++i) {
+      auto buf = (*dp)->tx_buffer();
+      if (buf.size() < SROCE_BTH_LEN + kPayload + SROCE_ICRC_LEN) {
+        o.fail = "no tx buffer";
+        break;
+      }
+      auto* p = reinterpret_cast<uint8_t*>(buf.data());
+      sroce_bth b{};
+      b.opcode = SROCE_OP_WRITE_MIDDLE;
+      b.pkey = 0xffff;
+      b.dqpn = 0x000123;
+      b.psn = static_cast<uint32_t>(100 + i);
+      sroce_bth_write(p, &b);
+      for (size_t k = 0; k < kPayload; ++k) p[SROCE_BTH_LEN + k] = static_cast<uint8_t>(i * 31 + k);
+      const size_t n = SROCE_BTH_LEN + kPayload;
+      sroce_icrc_put(p + n, sroce_icrc_payload(&a, p, n));
+      (*dp)->tx_commit(n + SROCE_ICRC_LEN, m);
+    }
+    (*dp)->tx_flush();
+    uint8_t frame[70000];
+    for (int i = 0; i < 400 && o.frames.size() < kN + 8; ++i) {
+      (*dp)->poll();
+      pollfd pf{tun, POLLIN, 0};
+      if (::poll(&pf, 1, 5) <= 0) {
+        if (o.frames.size() >= kN) break;
+        continue;
+      }
+      const ssize_t r = read(tun, frame, sizeof frame);
+      // Only the test's UDP datagrams (the kernel may also send e.g. IGMP/MLD on the link).
+      if (r >= 28 && (frame[0] >> 4) == 4 && frame[9] == IPPROTO_UDP)
+        o.frames.emplace_back(frame, frame + r);
+    }
+    o.sends = (*dp)->stats().tx_sends;
+    dp->reset();
+    close(s);
+    close(tun);
+  });
+  t.join();
+  INFO(o.fail);
+  REQUIRE(o.fail.empty());
+  if (!o.skip.empty()) SROCE_SKIP(o.skip);
+  CHECK(o.sends == 1);  // one UDP_SEGMENT send ...
+  REQUIRE(o.frames.size() == kN);  // ... that the kernel cut into kN datagrams
+  for (size_t i = 0; i < kN; ++i) {
+    const auto& f = o.frames[i];
+    INFO("segment " << i);
+    REQUIRE(f.size() == 28 + SROCE_BTH_LEN + kPayload + SROCE_ICRC_LEN);
+    const uint16_t id = sroce_get_be16(f.data() + 4);
+    CHECK((f[6] & 0x40) != 0);  // DF
+    CHECK(id == i);             // the numbering sroce_icrc_set_ip_id assumes
+    CHECK(sroce_get_be24(f.data() + 28 + 9) == 100 + i);  // in order (PSN)
+    uint32_t want = 0;
+    REQUIRE(sroce_icrc_ip(f.data(), f.size() - SROCE_ICRC_LEN, &want) == 0);
+    CHECK(sroce_icrc_get(f.data() + f.size() - SROCE_ICRC_LEN) == want);  // the ICRC of the id on the wire
+  }
 }

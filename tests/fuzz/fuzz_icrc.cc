@@ -5,12 +5,14 @@
 // masked field does not change it; for packets shaped like the ones sroce
 // builds (IPv4 id 0 + DF, no options; IPv6 without extension headers) the
 // payload form over the same addressing agrees; filling the UDP checksum
-// leaves the ICRC alone.
+// leaves the ICRC alone; for IPv4 ones with any id, the id-0 ICRC turned into that id's
+// (sroce_icrc_set_ip_id, what the UDP datapath does to GSO segments) is the ICRC.
 #include <cstdint>
 #include <vector>
 
 #include "fuzz_check.h"
 #include "proto/icrc.h"
+#include "proto/int.h"
 
 namespace {
 
@@ -99,6 +101,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t len) {
   a.src_port = sroce_get_be16(udp);
   a.dst_port = sroce_get_be16(udp + 2);
   if (shaped) FUZZ_CHECK(sroce_icrc_payload(&a, udp + 8, roce_len) == icrc);
+
+  // The sender's side of UDP GSO (sroce_icrc_set_ip_id): an IPv4 packet shaped like sroce's
+  // but for its id (the kernel's segment number) carries the id-0 ICRC made the one of its id.
+  if (!v6 && ip_len == 20 && sroce_get_be16(data + 2) == 20 + udp_len && sroce_get_be16(data + 6) == 0x4000 &&
+      sroce_get_be16(udp + 4) == udp_len && !sroce_int_present(udp + 8, roce_len)) {
+    static sroce_icrc_id_cache cache{};
+    std::vector<uint8_t> seg(udp + 8, udp + 8 + roce_len);
+    seg.resize(roce_len + 4);
+    sroce_icrc_put(seg.data() + roce_len, sroce_icrc_payload(&a, udp + 8, roce_len));
+    FUZZ_CHECK(sroce_icrc_set_ip_id(seg.data(), seg.size(), sroce_get_be16(data + 4), &cache) == 0);
+    FUZZ_CHECK(sroce_icrc_get(seg.data() + roce_len) == icrc);
+  }
 
   // Filling the UDP checksum (over packet + ICRC) keeps the ICRC.
   std::vector<uint8_t> full(data, data + len);

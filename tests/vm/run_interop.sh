@@ -3,7 +3,8 @@
 #   tests/vm/run_interop.sh OUTDIR [FILE[=DEST]]...
 # Boots the VM once with vm_interop.sh (rdma_rxe and rdma_sroce + sroced on the two ends
 # of a veth pair), then decodes the capture the VM left on its disk with tshark: every
-# RoCEv2 frame must decode as InfiniBand, none malformed, no expert error.
+# RoCEv2 frame must decode as InfiniBand, none malformed, no expert error, and carry the
+# ICRC of the IP header it has (check_icrc_pcap.py).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=$1
@@ -49,4 +50,11 @@ if [ "$roce" -lt 20 ] || [ "$ib" != "$roce" ] || [ "$bad" != 0 ] || [ "$v6" = 0 
 	exit 1
 fi
 echo "interop: tshark decoded the capture cleanly"
+# Every frame's ICRC over the IP header it carries (check_icrc_pcap.py, stdlib only), and
+# sroce's GSO segments among them (IPv4 ids other than 0).
+if ! /usr/bin/python3 "$here/check_icrc_pcap.py" "$out/interop.pcap" --sroce 10.77.0.2; then
+	echo "interop: FAIL: ICRCs in the capture"
+	exit 1
+fi
+echo "interop: every RoCEv2 frame's ICRC matches its IP header, sroce's GSO segments included"
 exit "$rc"

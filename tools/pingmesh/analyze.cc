@@ -219,24 +219,45 @@ void Analyzer::add_links(const std::vector<std::string>& nodes, std::vector<int>
 }
 
 void Analyzer::loss_blames(std::vector<Obs> obs, const std::set<std::string>& withdrawn,
-                           std::vector<Blame>& out) const {
+                           const std::set<std::string>& held, std::vector<Blame>& out) const {
   size_t total_fail = 0;
   for (const auto& x : obs) total_fail += x.fail;
   const double p0 = base_loss_ + 0.002;
   const size_t window_fail = total_fail;
   std::set<std::string> cleared;  // exonerated in an earlier round: not blamed in a later one
+  nlohmann::json tor_cleared = nlohmann::json::array();
   for (int round = 0; round < 3 && total_fail > 0; ++round) {
-    std::map<int, unsigned> n, f;
+    std::map<int, unsigned> n, f, tn, tf;
     for (const auto& x : obs)
       for (int c : x.comps) {
         ++n[c];
         f[c] += x.fail;
+        if (x.tor) {
+          ++tn[c];
+          tf[c] += x.fail;
+        }
       }
     std::vector<int> cands;
     for (const auto& [c, nc] : n) {
       const unsigned fc = f[c];
       if (fc < o_.min_failures || static_cast<double>(fc) / nc < o_.min_loss) continue;
       if (cleared.count(comp_names_[c])) continue;
+      // R-Pingmesh judges an RNIC by its ToR-mesh probes. They cross the host's own link
+      // and NIC as all its probes do, so a host whose ToR-mesh probes are no worse than the
+      // baseline is not what loses the others: those failures are the fabric's (a dead
+      // link's leftovers on paths learnt a moment late, routes converging), and a host
+      // under a busy CPU answers late, not never. Hysteresis: a host blamed by the previous
+      // step keeps its blame on the voting alone (a fault's last seconds in the window can
+      // have a cleaner ToR-mesh than its other probes). Without enough ToR-mesh probes (no
+      // peer under its ToR) the voting alone decides, as before.
+      if (topo_.host_by_name(comp_names_[c]) && !held.count(comp_names_[c]) && tn[c] >= o_.tor_mesh_min &&
+          binom_upper(tn[c], tf[c], p0) >= 1e-3) {
+        cleared.insert(comp_names_[c]);
+        tor_cleared.push_back({{"element", comp_names_[c]}, {"reason", "its ToR-mesh probes are clean"},
+                               {"tor_mesh_probes", tn[c]}, {"tor_mesh_failures", tf[c]},
+                               {"failures", fc}, {"probes", nc}});
+        continue;
+      }
       // A further fault must explain a real share of the window's failures, not the few a
       // path learnt a second late leaves over from the first.
       if (round > 0 && fc < window_fail / 20) continue;
@@ -327,6 +348,8 @@ void Analyzer::loss_blames(std::vector<Obs> obs, const std::set<std::string>& wi
     b.confidence = static_cast<double>(explained) / static_cast<double>(total_fail) /
                    static_cast<double>(remain.size());
     for (const auto& e : exonerated) cleared.insert(e["element"].get<std::string>());
+    for (const auto& e : tor_cleared) exonerated.push_back(e);
+    tor_cleared = nlohmann::json::array();
     for (int c : remain)
       if (withdrawn.count(comp_names_[c])) b.evidence["withdrawn_by_tor"] = true;
     b.evidence.update({{"failures", f[best]}, {"probes", n[best]}, {"loss", ratio(best)},
@@ -364,6 +387,7 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
     const ProbeRec& p = *it;
     Obs x;
     x.fail = !p.ok;
+    x.tor = p.kind == "tor";
     x.t = p.t;
     const std::string s = topo_.node(p.src), d = topo_.node(p.dst);
     x.comps.push_back(comp_id(s));
@@ -410,7 +434,7 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
     obs.push_back(std::move(x));
     ++n_hop;
   }
-  loss_blames(std::move(obs), withdrawn_links(t), r.blames);
+  loss_blames(std::move(obs), withdrawn_links(t), st.hosts_blamed, r.blames);
   for (auto& b : r.blames)
     if (b.kind == "host" && tor_mesh.count(b.element)) {
       const auto& tm = tor_mesh[b.element];
@@ -473,6 +497,9 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
     }
     if (worst > 0) r.blames.push_back({th.name, "host_delay", 1.0 - 1.0 / worst, ev});
   }
+  st.hosts_blamed.clear();
+  for (const auto& b : r.blames)
+    if (b.kind == "host") st.hosts_blamed.insert(b.element);
   r.stats = {{"probes", n_ud}, {"failures", f_ud}, {"hop_probes", n_hop},
              {"rtt_pairs", pairs_total}, {"rtt_pairs_anomalous", pairs_high}};
   return r;

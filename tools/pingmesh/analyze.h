@@ -60,6 +60,7 @@ struct AnalyzeOptions {
   double delay_factor = 8;         // host delay p50 / baseline p50 ...
   double delay_floor_ms = 20;      // ... and at least this (scheduling noise stays below)
   unsigned symmetric_ttl = 2;      // TTL-limited answers up to this TTL return the way they went
+  unsigned tor_mesh_min = 10;      // ToR-mesh probes of a host that can clear it (below: voting only)
 };
 
 struct Blame {
@@ -73,6 +74,7 @@ struct Blame {
 // State carried from one step to the next (RTT hysteresis).
 struct AnalyzeState {
   std::map<std::string, bool> rtt_high;  // "src>dst" -> anomalous
+  std::set<std::string> hosts_blamed;    // hosts blamed (kind "host") by the previous step
 };
 
 struct StepResult {
@@ -95,14 +97,17 @@ class Analyzer {
     std::vector<int> comps;  // component ids
     bool fail = false;
     bool ud = true;
+    bool tor = false;  // a ToR-mesh probe (both ends under one ToR)
     double t = 0;
   };
   std::vector<std::string> path_nodes(const std::string& src, const std::string& dst, uint16_t sport,
                                       double t) const;
   void add_links(const std::vector<std::string>& nodes, std::vector<int>& comps) const;
   int comp_id(const std::string& name) const;
+  // `held`: hosts blamed by the previous step, which keep their blame without fresh
+  // ToR-mesh evidence (hysteresis); any other host needs its ToR-mesh probes to be bad.
   void loss_blames(std::vector<Obs> obs, const std::set<std::string>& withdrawn,
-                   std::vector<Blame>& out) const;
+                   const std::set<std::string>& held, std::vector<Blame>& out) const;
   // Links a ToR stopped sending on: used by the traced paths at the end of the baseline in the
   // ToR -> spine direction, by none at time t (the ToR's routing took the link out).
   std::set<std::string> withdrawn_links(double t) const;

@@ -5,6 +5,8 @@
 //                 32-step reduction)
 //   corrupt_ns    a corrupted packet with a non-zero id (rejected)
 //   build_us      building one solver (a cache miss: a new payload length)
+//   gso_fix_ns    the sender's side: sroce_icrc_set_ip_id on a packet (the UDP datapath's
+//                 GSO segment i gets the ICRC of id i), solver cached
 // One JSON line. Build it in a release tree (not ASan):
 //   cmake --build build --target bench_icrc_id && build/bin/bench_icrc_id
 #include <chrono>
@@ -60,7 +62,7 @@ int main() {
   a.dst_port = SROCE_UDP_PORT;
   sroce_icrc_id_cache cache{};
   std::printf("{\"bench\":\"icrc_id\",\"sizes\":[64,1024,4096]");
-  std::vector<double> plain, rec, bad, build;
+  std::vector<double> plain, rec, bad, build, fix;
   for (size_t n : sizes) {
     std::vector<uint8_t> p(SROCE_BTH_LEN + n);
     for (size_t i = 0; i < p.size(); i++) p[i] = static_cast<uint8_t>(i * 13 + 5);
@@ -79,6 +81,14 @@ int main() {
       clobber(p.data());
       sink = sink + sroce_icrc_check(&a, -1, p.data(), p.size(), c1 ^ 0x80000001u, &cache, nullptr);
     }));
+    std::vector<uint8_t> seg(p);
+    seg.resize(p.size() + SROCE_ICRC_LEN);
+    sroce_icrc_put(seg.data() + p.size(), c0);
+    uint16_t id = 0;
+    fix.push_back(best_ns([&] {
+      clobber(seg.data());
+      sink = sink + sroce_icrc_set_ip_id(seg.data(), seg.size(), static_cast<uint16_t>(++id & 63), &cache);
+    }));
     sroce_icrc_id_solver s;
     build.push_back(best_ns([&] {
       clobber(&s);
@@ -94,6 +104,7 @@ int main() {
   list("recovered_ns", rec);
   list("corrupt_ns", bad);
   list("build_us", build);
+  list("gso_fix_ns", fix);
   std::printf("}\n");
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proto/icrc.h"
+#include "proto/int.h"
 #include "proto/packet.h"
 
 namespace {
@@ -74,6 +75,83 @@ TEST_CASE("ICRC with an IPv4 id equals the whole-packet ICRC", "[proto][icrc][ic
     CHECK(sroce_icrc_check(&p.addr, static_cast<uint16_t>(id + 1), p.payload(), p.payload_len(),
                            p.icrc(), nullptr, nullptr) == SROCE_ICRC_BAD);
   }
+}
+
+TEST_CASE("a known id is checked with that id only (no id-0 fallback)", "[proto][icrc][icrc_id]") {
+  // What sroce computed for id 0 does not pass for a packet that carries id 5: the
+  // datapath that saw the id (DPDK) checks exactly, at the full 2^-32.
+  std::mt19937 rng(19);
+  Pkt p = make_pkt(rng, SROCE_OP_SEND_MIDDLE, 1024, 0);
+  CHECK(sroce_icrc_check(&p.addr, 5, p.payload(), p.payload_len(), p.icrc(), nullptr, nullptr) ==
+        SROCE_ICRC_BAD);
+  CHECK(sroce_icrc_check(&p.addr, -1, p.payload(), p.payload_len(), p.icrc(), nullptr, nullptr) ==
+        SROCE_ICRC_OK);
+}
+
+// The sender's side of UDP GSO: the kernel gives segment i of one send the id i
+// (inet_gso_segment, from the id 0 of a DF datagram on an unconnected socket).
+// sroce_icrc_set_ip_id turns the id-0 ICRC the engine computed into the one of id i;
+// checked against the whole-packet ICRC with the real header carrying id i.
+TEST_CASE("GSO segments: the ICRC made for id i is the whole-packet ICRC with id i",
+          "[proto][icrc][icrc_id][gso]") {
+  std::mt19937 rng(20);
+  sroce_icrc_id_cache cache{};
+  uint32_t wrong = 0, checked = 0;
+  for (size_t n : {0, 3, 256, 1024, 4096}) {
+    for (uint32_t i = 0; i < 64; i++) {
+      Pkt p = make_pkt(rng, i % 2 ? SROCE_OP_SEND_MIDDLE : SROCE_OP_WRITE_FIRST, n, 0);  // as sroce built it
+      uint8_t* udp = p.ip.data() + p.payload_off;
+      const size_t udp_len = p.ip.size() - p.payload_off;
+      REQUIRE(sroce_icrc_set_ip_id(udp, udp_len, static_cast<uint16_t>(i), &cache) == 0);
+      sroce_put_be16(p.ip.data() + 4, static_cast<uint16_t>(i));  // what the kernel writes
+      uint32_t want = 0;
+      REQUIRE(sroce_icrc_ip(p.ip.data(), p.ip.size() - SROCE_ICRC_LEN, &want) == 0);
+      wrong += p.icrc() != want;
+      // What each receiver then sees: exact with the id (DPDK), recovered without (UDP).
+      wrong += sroce_icrc_check(&p.addr, static_cast<int32_t>(i), p.payload(), p.payload_len(), p.icrc(),
+                                nullptr, nullptr) != SROCE_ICRC_OK;
+      uint16_t got = 0xffff;
+      const int v = sroce_icrc_check(&p.addr, -1, p.payload(), p.payload_len(), p.icrc(), &cache, &got);
+      wrong += i == 0 ? v != SROCE_ICRC_OK : (v != SROCE_ICRC_OK_ID_RECOVERED || got != i);
+      if (i > 0)  // and the id-0 ICRC it replaced no longer passes with the id known
+        wrong += sroce_icrc_check(&p.addr, static_cast<int32_t>(i), p.payload(), p.payload_len(),
+                                  p.icrc() ^ sroce_icrc_id_delta(sroce_icrc_id_cache_get(&cache, p.payload_len()),
+                                                                 static_cast<uint16_t>(i)),
+                                  nullptr, nullptr) != SROCE_ICRC_BAD;
+      checked++;
+    }
+  }
+  CHECK(checked == 5 * 64);
+  CHECK(wrong == 0);
+  // Too short to hold a BTH and an ICRC: refused, untouched.
+  uint8_t tiny[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK(sroce_icrc_set_ip_id(tiny, sizeof tiny, 3, &cache) == -1);
+  CHECK(tiny[7] == 8);
+}
+
+TEST_CASE("GSO segments with an INT shim: the ICRC (which skips the shim) is made for id i",
+          "[proto][icrc][icrc_id][gso]") {
+  std::mt19937 rng(21);
+  sroce_icrc_id_cache cache{};
+  for (uint32_t i : {1u, 2u, 7u, 63u}) {
+    Pkt p = make_pkt(rng, SROCE_OP_WRITE_ONLY, 512, static_cast<uint16_t>(i));  // the ICRC with id i
+    const uint32_t want = p.icrc();
+    // What sroce hands the kernel: shim | BTH .. pad | ICRC computed for id 0.
+    Bytes udp(SROCE_INT_SHIM_LEN);
+    sroce_int_shim_write(udp.data(), 5);
+    udp.insert(udp.end(), p.payload(), p.payload() + p.payload_len());
+    const uint32_t c0 = sroce_icrc_payload(&p.addr, p.payload(), p.payload_len());
+    udp.resize(udp.size() + SROCE_ICRC_LEN);
+    sroce_icrc_put(udp.data() + udp.size() - SROCE_ICRC_LEN, c0);
+    REQUIRE(sroce_icrc_set_ip_id(udp.data(), udp.size(), static_cast<uint16_t>(i), &cache) == 0);
+    INFO("id " << i);
+    CHECK(sroce_icrc_get(udp.data() + udp.size() - SROCE_ICRC_LEN) == want);
+  }
+  // A shim that does not parse: refused, untouched.
+  Bytes bad(64, 0);
+  bad[0] = SROCE_INT_TYPE;
+  CHECK(sroce_icrc_set_ip_id(bad.data(), bad.size(), 1, &cache) == -1);
+  CHECK(bad[63] == 0);
 }
 
 TEST_CASE("every id is recovered exactly from the payload alone", "[proto][icrc][icrc_id]") {

@@ -543,6 +543,16 @@ std::span<std::byte> UdpDatapath::tx_buffer() {
   return {tx_[tx_write_].buf.get(), Engine::kMaxPacket};
 }
 
+// Linux numbers the segments of one UDP GSO send: the first carries the id the datagram
+// got (0: DF on an unconnected socket, ip_select_ident_segs), segment i id i
+// (inet_gso_segment; a NIC segmenting in hardware does the same). The engine computed each
+// ICRC for id 0, which only the first segment keeps; the ICRC covers the id (A17.3.3),
+// so segment i gets the ICRC of id i (docs/wire.md, "UDP GSO and the IPv4 identification").
+void UdpDatapath::set_segment_id(std::byte* pkt, size_t len, uint32_t index) {
+  // Only a packet too short to hold a BTH and an ICRC is left as it is (the engine builds none).
+  if (index != 0) sroce_icrc_set_ip_id(reinterpret_cast<uint8_t*>(pkt), len, static_cast<uint16_t>(index), &tx_ids_);
+}
+
 void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (tx_write_ < 0 || len == 0 || len > Engine::kMaxPacket) return;
   const bool v4 = meta.dst.is_ipv4();
@@ -566,6 +576,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   TxSlot& w = tx_[wi];
   const std::byte* src = w.buf.get() + w.len;  // where the engine wrote it
   if (w.nsegs > 0 && key == w.key && len <= w.seg) {
+    if (v4) set_segment_id(w.buf.get() + w.len, len, w.nsegs);
     w.len += len;
     ++w.nsegs;
     if (len < w.seg) w.closed = true;  // GSO: only the last segment may be shorter
@@ -581,6 +592,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     if (o.nsegs == 0 || !(o.key == key)) continue;
     if (slot_can_append(o) && len <= o.seg) {
       memcpy(o.buf.get() + o.len, src, len);
+      if (v4) set_segment_id(o.buf.get() + o.len, len, o.nsegs);
       o.len += len;
       ++o.nsegs;
       if (len < o.seg) o.closed = true;

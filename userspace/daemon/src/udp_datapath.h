@@ -17,7 +17,9 @@
 //    TOS) and size are packed into one buffer, in order, and sent with one
 //    sendmsg carrying UDP_SEGMENT (GSO); a shorter packet may end a batch.
 //    Up to 16 flows are batched at once, so QPs the engine interleaves
-//    packet by packet still leave in large sends.
+//    packet by packet still leave in large sends. Over IPv4 the kernel gives
+//    segment i of a send the identification i, so its ICRC is made the one
+//    of id i as it joins the batch (set_segment_id).
 //
 // The sockets are blocking so io_uring parks a send on a full socket buffer
 // instead of failing it; back-pressure reaches the engine as tx_buffer()
@@ -34,6 +36,7 @@
 
 #include "config.h"
 #include "datapath.h"
+#include "proto/icrc.h"
 
 namespace sroce::daemon {
 
@@ -120,6 +123,7 @@ class UdpDatapath final : public Datapath {
   void close_slot(uint32_t open_index);  // queue (or free, if empty) tx_open_[i]
   int open_slot();                       // a fresh batch from the free list
   void send_queued();                    // closed batches -> sendmsg SQEs, submit
+  void set_segment_id(std::byte* pkt, size_t len, uint32_t index);  // the ICRC of segment `index`'s id
   void submit();
 
   Config::Datapath cfg_;
@@ -162,6 +166,7 @@ class UdpDatapath final : public Datapath {
   uint64_t flow_label_refused_ = 0;    // labelled sends the kernel refused (resent unlabelled)
   bool flow_labels_refused_ = false;   // since the first refusal: name no label
 
+  sroce_icrc_id_cache tx_ids_{};  // L_len per packet length, for set_segment_id()
   DatapathStats stats_;
 };
 
