@@ -13,6 +13,8 @@ PACKAGES=(
   liburing-dev libbpf-dev libelf-dev zlib1g-dev libibverbs-dev
   # tools used by tests and benchmarks
   tshark python3-scapy python3-matplotlib python3-pyflakes bpftool llvm iproute2
+  # profiling the simulator at scale (docs/sim.md, "Scale")
+  linux-perf
   # unchanged RDMA programs run across sroce in the tests
   ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers rdmacm-utils librdmacm-dev
   # real clients across sroce (docs/clients.md): UCX, Open MPI (pml ucx), qperf

@@ -80,6 +80,8 @@ class Simulator {
     std::vector<uint64_t> free_;
   };
 
+  static constexpr size_t kArity = 4;
+  void pop_front();
   static bool later(const Event& a, const Event& b) {
     return a.at != b.at ? a.at > b.at : a.seq > b.seq;
   }
@@ -87,7 +89,7 @@ class Simulator {
   Time now_;
   uint64_t seed_;
   Rng rng_;
-  std::vector<Event> heap_;  // min-heap under later()
+  std::vector<Event> heap_;  // 4-ary min-heap under later()
   uint64_t next_seq_ = 0;
   uint64_t events_run_ = 0;
   uint64_t late_ = 0;
