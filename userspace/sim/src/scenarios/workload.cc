@@ -394,6 +394,13 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"load", open_loop ? load : 0.0},
       {"duration_us", to_us(Time{} + duration)},
       {"sim_end_us", to_us(stop)},
+      // When the last flow completed: a collective step's duration.
+      {"last_end_us", [&] {
+         Time last{};
+         for (const auto& f : runner.flows())
+           if (f.done()) last = std::max(last, f.end);
+         return to_us(last);
+       }()},
       {"flows", specs.size()},
       {"completed", runner.completed()},
       {"incomplete", specs.size() - runner.completed()},
