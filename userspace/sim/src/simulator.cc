@@ -12,12 +12,13 @@ Simulator::Simulator(uint64_t seed) : seed_(seed), rng_(seed) { heap_.reserve(10
 // touches fewer lines. Sifts move a hole instead of swapping. (at, seq) is a
 // strict total order, so the run order is exactly that of any other correct
 // priority queue: the heap's shape never shows in a result.
-void Simulator::schedule(Time at, EventSink* sink, uint32_t kind, uint64_t arg) {
+void Simulator::schedule(Time at, EventSink* sink, uint32_t kind, uint64_t arg,
+                         const void* touch) {
   if (at < now_) {
     ++late_;
     at = now_;
   }
-  const Event ev{at, next_seq_++, sink, arg, kind};
+  const Event ev{at, next_seq_++ << 16 | (kind & 0xffff), sink, arg, touch};
   size_t i = heap_.size();
   heap_.push_back(ev);
   while (i > 0) {
@@ -62,7 +63,14 @@ bool Simulator::step() {
   pop_front();
   now_ = ev.at;
   ++events_run_;
-  ev.sink->on_event(ev.kind, ev.arg, ev.at);
+  // The next event's sink and memory are likely cold (a link or host among
+  // thousands, a packet among tens of thousands): start loading them while
+  // this one runs.
+  if (!heap_.empty()) {
+    __builtin_prefetch(heap_.front().sink);
+    if (heap_.front().touch != nullptr) __builtin_prefetch(heap_.front().touch);
+  }
+  ev.sink->on_event(ev.kind(), ev.arg, ev.at);
   return true;
 }
 
