@@ -12,7 +12,7 @@ for `duration_us` of arrivals (10 ms by default), seed 1; from its summary
 resident set, from getrusage), `bytes_per_qp` (engine bytes per open QP end at
 the end), `engine_bytes_peak`, `qps_open_peak`, and the run's own `ok`.
 Then, on `step_hosts` hosts (1024 by default), one MoE all-to-all step (4 MiB
-per source split over the others, skew 1, as cc-alltoall; at most
+per source split over the others, as cc-alltoall, `--skew` 0 by default; at most
 `max_open_qps` open QPs per host, the rest of a host's flows wait for one:
 a shifted pairwise exchange) and one ring all-reduce step (each host sends 4
 MiB to the next: one of the 2(N-1) steps of a ring all-reduce of N x 4 MiB),
@@ -84,6 +84,10 @@ def main() -> int:
     ap.add_argument("--hosts", default="128,1024")
     ap.add_argument("--step-hosts", type=int, default=1024)
     ap.add_argument("--max-open-qps", type=int, default=16)
+    # 0: balanced experts. cc-alltoall's skew 1 at 1024 hosts sends 1/7.5 of
+    # every source's bytes to one host; without CC its QPs give up
+    # (RETRY_EXC_ERR) behind the PFC pauses: docs/sim.md, "Scale".
+    ap.add_argument("--skew", type=float, default=0)
     ap.add_argument("--timeout", type=float, default=3600)
     a = ap.parse_args()
     sim = os.path.join(a.build, "bin", "sroce-sim")
@@ -101,15 +105,13 @@ def main() -> int:
     n = a.step_hosts
     if n > 0:
         per_leaf = 16 if n < 256 else 32
-        # A step runs until its last flow completes (at most 200 ms simulated):
-        # with skew 1 the most popular destination receives ~1/7.5 of every
-        # source's 4 MiB at 1024 hosts, so the step lasts tens of ms.
+        # A step runs until its last flow completes (at most 200 ms simulated).
         fabric = ["--set", "topo=leaf-spine", "--set", f"hosts={n}",
                   "--set", f"hosts_per_leaf={per_leaf}", "--set", "drain_us=200000"]
         steps = {
             "ring": ["--set", "traffic=ring", "--set", "bytes=4194304"],
-            "alltoall": ["--set", "traffic=alltoall", "--set", "bytes=4194304", "--set", "skew=1",
-                         "--set", f"max_open_qps={a.max_open_qps}"],
+            "alltoall": ["--set", "traffic=alltoall", "--set", "bytes=4194304",
+                         "--set", f"skew={a.skew:g}", "--set", f"max_open_qps={a.max_open_qps}"],
         }
         for name, args in steps.items():
             r = run_workload(sim, fabric + args, a.timeout)

@@ -241,6 +241,18 @@ void FlowRunner::post_waiting(uint32_t q) {
   qp.posting = false;
 }
 
+void FlowRunner::start_pending(uint32_t h) {
+  if (pending_head_[h] >= pending_[h].size()) return;
+  // A flow of this host waits for a QP: it starts now, as its own event (we
+  // are inside the engine's completion callback), and takes the freed place.
+  const uint64_t next = pending_[h][pending_head_[h]++];
+  if (pending_head_[h] == pending_[h].size()) {
+    pending_[h].clear();
+    pending_head_[h] = 0;
+  }
+  net_.sim().call_at(net_.sim().now(), [this, next](Time now) { start_flow(next, now); });
+}
+
 void FlowRunner::became_idle(uint32_t q) {
   Qp& qp = qps_[q];
   const bool bounded = cfg_.idle_qps_per_host != 0 || cfg_.max_open_qps_per_host != 0;
@@ -249,16 +261,7 @@ void FlowRunner::became_idle(uint32_t q) {
   const uint32_t h = qp.src;
   idle_[h].push_back({q, qp.idle_mark});
   ++idle_count_[h];
-  if (pending_head_[h] < pending_[h].size()) {
-    // A flow of this host waits for a QP: it starts now, as its own event (we
-    // are inside the engine's completion callback), and takes this QP's place.
-    const uint64_t next = pending_[h][pending_head_[h]++];
-    if (pending_head_[h] == pending_[h].size()) {
-      pending_[h].clear();
-      pending_head_[h] = 0;
-    }
-    net_.sim().call_at(net_.sim().now(), [this, next](Time now) { start_flow(next, now); });
-  }
+  start_pending(h);
   // Close the QPs idle longest, past the bound (entries of QPs that were
   // reused since are stale: their mark moved on).
   while (cfg_.idle_qps_per_host != 0 && idle_count_[h] > cfg_.idle_qps_per_host) {
@@ -304,7 +307,16 @@ void FlowRunner::on_wc(uint32_t host, const Wc& wc, Time now) {
     bytes_done_ += r.spec.bytes;
   }
   post_waiting(q);
-  if (qp.outstanding == 0 && qp.queued == 0 && wc.status == WcStatus::kSuccess) became_idle(q);
+  if (qp.outstanding == 0 && qp.queued == 0) {
+    if (wc.status == WcStatus::kSuccess) {
+      became_idle(q);
+    } else if (cfg_.max_open_qps_per_host != 0 && !qp.closed) {
+      // A QP in error never goes idle: under a window it would hold its
+      // place for good and the host's waiting flows would never start.
+      close_qp(q);
+      start_pending(host);
+    }
+  }
 }
 
 uint64_t FlowRunner::qp_memory_bytes() const {

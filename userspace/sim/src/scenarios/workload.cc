@@ -405,6 +405,8 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"completed", runner.completed()},
       {"incomplete", specs.size() - runner.completed()},
       {"flow_errors", runner.errors()},
+      // Neither completed nor failed: still running, or stuck.
+      {"flows_unresolved", specs.size() - runner.completed() - runner.errors()},
       {"qps", runner.qps()},
       {"qps_open", runner.qps_open()},
       {"qps_open_peak", qps_open_peak},

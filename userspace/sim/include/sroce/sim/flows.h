@@ -138,6 +138,7 @@ class FlowRunner {
   // Under max_open_qps_per_host: closes the source host's QP idle longest;
   // false if none is idle.
   bool close_oldest_idle(uint32_t host);
+  void start_pending(uint32_t host);  // starts the host's next waiting flow, if any
   void post_waiting(uint32_t q);  // posts waiting WRITEs while the send queue has room
   void became_idle(uint32_t q);
   void close_qp(uint32_t q);
