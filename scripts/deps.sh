@@ -13,7 +13,7 @@ PACKAGES=(
   liburing-dev libbpf-dev libelf-dev zlib1g-dev libibverbs-dev
   # tools used by tests and benchmarks
   tshark python3-scapy python3-matplotlib python3-pyflakes bpftool llvm iproute2
-  # profiles of sroced (docs/performance.md)
+  # profiles of sroced and of the simulator at scale (docs/performance.md, docs/sim.md)
   linux-perf
   # unchanged RDMA programs run across sroce in the tests
   ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers rdmacm-utils librdmacm-dev

@@ -1,5 +1,7 @@
 // The discrete-event core: ordering, time, determinism of the RNG.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "sroce/sim/rng.h"
@@ -27,6 +29,41 @@ TEST_CASE("events run in time order, ties in scheduling order", "[sim][des]") {
   const std::vector<std::pair<int64_t, uint64_t>> want = {{100, 2}, {100, 4}, {100, 5}, {200, 3}, {300, 1}};
   CHECK(r.seen == want);
   CHECK(sim.now() == Time{300});
+}
+
+TEST_CASE("the event queue runs many interleaved events in (time, scheduling) order", "[sim][des]") {
+  // The 4-ary heap against a sorted reference: random times with many ties,
+  // scheduled both up front and from inside events, as the fabric does.
+  Simulator sim(1);
+  Rng rng(7);
+  struct Chain : EventSink {
+    Simulator* sim = nullptr;
+    Rng* rng = nullptr;
+    std::vector<std::pair<int64_t, uint64_t>> seen;  // (time, id)
+    std::vector<std::tuple<int64_t, uint64_t, uint64_t>> want;  // (time, seq, id)
+    uint64_t next_id = 0, seq = 0;
+    void add(Time at) {
+      want.emplace_back(at.ps, seq++, next_id);
+      sim->schedule(at, this, 0, next_id++);
+    }
+    void on_event(uint32_t, uint64_t id, Time now) override {
+      seen.emplace_back(now.ps, id);
+      if (next_id < 20000)
+        for (uint32_t k = rng->below(3); k > 0; --k) add(now + Duration::picos(static_cast<int64_t>(rng->below(50))));
+    }
+  } c;
+  c.sim = &sim;
+  c.rng = &rng;
+  for (int i = 0; i < 3000; ++i) c.add(Time{static_cast<int64_t>(rng.below(1000))});
+  sim.run();
+  std::sort(c.want.begin(), c.want.end());
+  REQUIRE(c.seen.size() == c.want.size());
+  CHECK(c.seen.size() > 10000);
+  bool same = true;
+  for (size_t i = 0; i < c.seen.size(); ++i)
+    same = same && c.seen[i].first == std::get<0>(c.want[i]) && c.seen[i].second == std::get<2>(c.want[i]);
+  CHECK(same);
+  CHECK(sim.pending() == 0);
 }
 
 TEST_CASE("events scheduled from events keep the order", "[sim][des]") {

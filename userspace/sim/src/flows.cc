@@ -22,6 +22,9 @@ Result<void> FlowRunner::setup() {
   idle_.resize(hosts_.size());
   idle_head_.assign(hosts_.size(), 0);
   idle_count_.assign(hosts_.size(), 0);
+  open_.assign(hosts_.size(), 0);
+  pending_.resize(hosts_.size());
+  pending_head_.assign(hosts_.size(), 0);
   for (size_t i = 0; i < hosts_.size(); ++i) {
     Host& h = *hosts_[i];
     HostState& s = hs_[i];
@@ -117,6 +120,7 @@ Result<uint32_t> FlowRunner::new_qp(uint32_t src, uint32_t dst) {
   }
   q.src = src;
   q.dst = dst;
+  ++open_[src];
   Rng rng(Rng::mix(net_.sim().seed() ^ (uint64_t{src} << 40 | uint64_t{dst} << 16 | qps_.size())));
   q.client.sq_psn = static_cast<uint32_t>(rng.next() & 0xffffff);
   q.server.sq_psn = static_cast<uint32_t>(rng.next() & 0xffffff);
@@ -135,9 +139,21 @@ void FlowRunner::fail(uint64_t flow, const std::string& why) {
   if (first_error_.empty()) first_error_ = "flow " + std::to_string(flow) + ": " + why;
 }
 
+bool FlowRunner::close_oldest_idle(uint32_t host) {
+  auto& list = idle_[host];
+  while (idle_head_[host] < list.size()) {
+    const IdleEntry e = list[idle_head_[host]++];
+    const Qp& o = qps_[e.qp];
+    if (o.idle && o.idle_mark == e.mark) {
+      close_qp(e.qp);
+      return true;
+    }
+  }
+  return false;
+}
+
 void FlowRunner::start_flow(uint64_t index, Time) {
   FlowRecord& r = flows_[index];
-  ++started_;
   auto& pool = pairs_[uint64_t{r.spec.src} << 32 | r.spec.dst];
   // An idle QP of the pair, else a new one, else the least loaded.
   int64_t pick = -1;
@@ -146,7 +162,20 @@ void FlowRunner::start_flow(uint64_t index, Time) {
       pick = q;
       break;
     }
-  if (pick < 0 && pool.size() < cfg_.max_qps_per_pair) {
+  const uint32_t src = r.spec.src;
+  bool may_open = pool.size() < cfg_.max_qps_per_pair;
+  if (pick < 0 && may_open && cfg_.max_open_qps_per_host != 0 &&
+      open_[src] >= cfg_.max_open_qps_per_host && !close_oldest_idle(src)) {
+    if (pool.empty()) {
+      // Every QP of the host is busy: wait for one to go idle (became_idle).
+      pending_[src].push_back(index);
+      ++flows_waited_;
+      return;
+    }
+    may_open = false;  // queue behind the pair's least loaded QP
+  }
+  ++started_;
+  if (pick < 0 && may_open) {
     auto q = new_qp(r.spec.src, r.spec.dst);
     if (!q) return fail(index, q.error().message);
     pool.push_back(*q);
@@ -220,16 +249,30 @@ void FlowRunner::post_waiting(uint32_t q) {
   qp.posting = false;
 }
 
+void FlowRunner::start_pending(uint32_t h) {
+  if (pending_head_[h] >= pending_[h].size()) return;
+  // A flow of this host waits for a QP: it starts now, as its own event (we
+  // are inside the engine's completion callback), and takes the freed place.
+  const uint64_t next = pending_[h][pending_head_[h]++];
+  if (pending_head_[h] == pending_[h].size()) {
+    pending_[h].clear();
+    pending_head_[h] = 0;
+  }
+  net_.sim().call_at(net_.sim().now(), [this, next](Time now) { start_flow(next, now); });
+}
+
 void FlowRunner::became_idle(uint32_t q) {
   Qp& qp = qps_[q];
-  if (cfg_.idle_qps_per_host == 0 || qp.idle || qp.closed) return;
+  const bool bounded = cfg_.idle_qps_per_host != 0 || cfg_.max_open_qps_per_host != 0;
+  if (!bounded || qp.idle || qp.closed) return;
   qp.idle = true;
   const uint32_t h = qp.src;
   idle_[h].push_back({q, qp.idle_mark});
   ++idle_count_[h];
+  start_pending(h);
   // Close the QPs idle longest, past the bound (entries of QPs that were
   // reused since are stale: their mark moved on).
-  while (idle_count_[h] > cfg_.idle_qps_per_host) {
+  while (cfg_.idle_qps_per_host != 0 && idle_count_[h] > cfg_.idle_qps_per_host) {
     const IdleEntry e = idle_[h][idle_head_[h]++];
     const Qp& o = qps_[e.qp];
     if (o.idle && o.idle_mark == e.mark) close_qp(e.qp);
@@ -243,6 +286,7 @@ void FlowRunner::became_idle(uint32_t q) {
 void FlowRunner::close_qp(uint32_t q) {
   Qp& qp = qps_[q];
   qp.closed = true;
+  --open_[qp.src];
   if (qp.idle) --idle_count_[qp.src];
   qp.idle = false;
   ++qp.idle_mark;
@@ -271,7 +315,16 @@ void FlowRunner::on_wc(uint32_t host, const Wc& wc, Time now) {
     bytes_done_ += r.spec.bytes;
   }
   post_waiting(q);
-  if (qp.outstanding == 0 && qp.queued == 0 && wc.status == WcStatus::kSuccess) became_idle(q);
+  if (qp.outstanding == 0 && qp.queued == 0) {
+    if (wc.status == WcStatus::kSuccess) {
+      became_idle(q);
+    } else if (cfg_.max_open_qps_per_host != 0 && !qp.closed) {
+      // A QP in error never goes idle: under a window it would hold its
+      // place for good and the host's waiting flows would never start.
+      close_qp(q);
+      start_pending(host);
+    }
+  }
 }
 
 uint64_t FlowRunner::qp_memory_bytes() const {

@@ -113,7 +113,7 @@ void Link::start_next(Time now) {
   if (prio) ++stats_.prio_frames;
   if (policy_ != nullptr) policy_->dequeued(*this, pk, now);
   busy_ = true;
-  net_.sim().schedule(now + serialization(wire_bytes(pk), cfg_.rate_bps), this, kTxDone, p);
+  net_.sim().schedule(now + serialization(wire_bytes(pk), cfg_.rate_bps), this, kTxDone, p, &pk);
 }
 
 void Link::signal_pfc(bool xoff, Time now) {
@@ -168,7 +168,7 @@ void Link::on_event(uint32_t kind, uint64_t arg, Time now) {
       }
       if (d.extra_delay.ps > 0) ++stats_.reordered;
       const Time arrive = now + cfg_.delay + d.extra_delay;
-      net_.sim().schedule(arrive, this, kDeliver, pkt);
+      net_.sim().schedule(arrive, this, kDeliver, pkt, &p);
       if (d.duplicate) {
         const PacketId dup = pool.clone(pkt);
         pool[dup].duplicate = true;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 
 
 namespace sroce::sim {
@@ -79,12 +80,33 @@ void Network::compute_routes(std::optional<Time> exclude_down_at) {
   for (const auto& l : links_)
     if (usable(l.get())) in_links[l->to().id()].push_back(l.get());
 
-  std::vector<std::unordered_map<Gid, std::vector<Link*>, GidHash>> tables(n);
+  // Destinations numbered in node order (stable across recomputations: nodes
+  // are only ever appended).
+  dest_index_.clear();
+  std::vector<const Node*> dests;
+  for (const auto& node : nodes_)
+    if (node->addressable() && dest_index_.emplace(node->addr(), static_cast<uint32_t>(dests.size())).second)
+      dests.push_back(node.get());
+  // Per switch: its distinct next-hop sets (a leaf has one per local host and
+  // one for every remote host: its uplinks), and per destination the set.
+  struct Table {
+    std::vector<std::vector<Link*>> sets;
+    std::map<std::vector<Link*>, uint32_t> index;
+    std::vector<uint32_t> by_dest;
+  };
+  std::vector<Table> tables(n);
+  for (const auto& node : nodes_)
+    if (node->kind() == NodeKind::kSwitch) {
+      tables[node->id()].sets.emplace_back();  // set 0: unreachable
+      tables[node->id()].index.emplace(std::vector<Link*>{}, 0);
+      tables[node->id()].by_dest.assign(dests.size(), 0);
+    }
   constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
   std::vector<uint32_t> dist(n);
   std::deque<NodeId> q;
-  for (const auto& dst : nodes_) {
-    if (!dst->addressable()) continue;
+  std::vector<Link*> hops;
+  for (uint32_t di = 0; di < dests.size(); ++di) {
+    const Node* dst = dests[di];
     std::fill(dist.begin(), dist.end(), kInf);
     dist[dst->id()] = 0;
     q.assign(1, dst->id());
@@ -103,14 +125,20 @@ void Network::compute_routes(std::optional<Time> exclude_down_at) {
     }
     for (const auto& node : nodes_) {
       if (node->kind() != NodeKind::kSwitch || dist[node->id()] == kInf) continue;
-      auto& hops = tables[node->id()][dst->addr()];
+      hops.clear();
       for (Link* l : node->out_links())
         if (usable(l) && dist[l->to().id()] + 1 == dist[node->id()]) hops.push_back(l);
+      Table& t = tables[node->id()];
+      auto [it, fresh] = t.index.emplace(hops, static_cast<uint32_t>(t.sets.size()));
+      if (fresh) t.sets.push_back(hops);
+      t.by_dest[di] = it->second;
     }
   }
   for (const auto& node : nodes_)
-    if (node->kind() == NodeKind::kSwitch)
-      static_cast<Switch&>(*node).set_routes(std::move(tables[node->id()]));
+    if (node->kind() == NodeKind::kSwitch) {
+      Table& t = tables[node->id()];
+      static_cast<Switch&>(*node).set_routes(std::move(t.sets), std::move(t.by_dest));
+    }
 }
 
 void Network::reroute_at(Time t) {

@@ -66,13 +66,11 @@ void Switch::attach_port(Link& out) {
 }
 
 const std::vector<Link*>& Switch::next_hops(const Gid& dst) const {
-  static const std::vector<Link*> kNone;
-  auto it = routes_.find(dst);
-  return it == routes_.end() ? kNone : it->second;
+  return next_hops(net_.dest_of(dst));
 }
 
-Link* Switch::select(const PacketMeta& m) const {
-  const auto& hops = next_hops(m.dst);
+Link* Switch::select(const PacketMeta& m, uint32_t dest) const {
+  const auto& hops = next_hops(dest == kNoDest ? net_.dest_of(m.dst) : dest);
   if (hops.empty()) return nullptr;
   if (hops.size() == 1) return hops[0];
   return hops[ecmp_hash(m, seed_) % hops.size()];
@@ -88,7 +86,8 @@ void Switch::receive(PacketId pkt, Link& from, Time now) {
     return;
   }
   --p.meta.hop_limit;
-  Link* out = select(p.meta);
+  if (p.dest == kNoDest) p.dest = net_.dest_of(p.meta.dst);
+  Link* out = select(p.meta, p.dest);
   if (out == nullptr) {
     ++stats_.no_route;
     pool.free(pkt);

@@ -53,6 +53,23 @@ double max_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+// A digest of the run's outcome: every flow's completion time (ps, or -1 if
+// it did not finish, -2 on error) in flow order, and the number of events.
+// Two runs of the same seed and build agree on it exactly; the tests pin it
+// for a small run so a change to the simulator's speed that changes a result
+// is caught (tests/unit/sim/CMakeLists.txt, sim.scenario.workload-digest).
+std::string fct_digest(const std::vector<FlowRecord>& flows, uint64_t events) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto add = [&h](uint64_t v) { h = Rng::mix(h ^ v) * 0x100000001b3ull; };
+  for (const FlowRecord& f : flows)
+    add(f.error ? static_cast<uint64_t>(-2) : f.done() ? static_cast<uint64_t>(f.end.ps)
+                                                       : static_cast<uint64_t>(-1));
+  add(events);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 Json dist_json(const Dist& d) {
   return {{"count", d.count}, {"p50", d.p50},   {"p95", d.p95},
           {"p99", d.p99},     {"mean", d.mean}, {"max", d.max}};
@@ -92,6 +109,10 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   // Idle QPs a host keeps (flows.h): the rest are closed, so memory follows
   // the flows in progress. 0 keeps every QP.
   fc.idle_qps_per_host = static_cast<uint32_t>(opt.param_u64("idle_qps", 4));
+  // Open client QPs per host (flows.h): flows beyond them wait for one to go
+  // idle. 0: no bound. An all-to-all step at scale needs it (a QP pair per
+  // host pair at once is 2 M QP ends at 1024 hosts).
+  fc.max_open_qps_per_host = static_cast<uint32_t>(opt.param_u64("max_open_qps", 0));
   fc.chunk_bytes = static_cast<uint32_t>(opt.param_u64("chunk", 1u << 20));
   fc.verify = opt.param_u64("verify", 0) != 0;
   HostConfig hc;
@@ -375,14 +396,24 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"load", open_loop ? load : 0.0},
       {"duration_us", to_us(Time{} + duration)},
       {"sim_end_us", to_us(stop)},
+      // When the last flow completed: a collective step's duration.
+      {"last_end_us", [&] {
+         Time last{};
+         for (const auto& f : runner.flows())
+           if (f.done()) last = std::max(last, f.end);
+         return to_us(last);
+       }()},
       {"flows", specs.size()},
       {"completed", runner.completed()},
       {"incomplete", specs.size() - runner.completed()},
       {"flow_errors", runner.errors()},
+      // Neither completed nor failed: still running, or stuck.
+      {"flows_unresolved", specs.size() - runner.completed() - runner.errors()},
       {"qps", runner.qps()},
       {"qps_open", runner.qps_open()},
       {"qps_open_peak", qps_open_peak},
       {"qps_closed", runner.qps_closed()},
+      {"flows_waited", runner.flows_waited()},
       {"p50_slowdown", fr.slowdown.p50},
       {"p95_slowdown", fr.slowdown.p95},
       {"p99_slowdown", fr.slowdown.p99},
@@ -424,6 +455,7 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
        runner.qps_open() > 0 ? runner.qp_memory_bytes() / (2 * runner.qps_open()) : 0},
       {"packets_peak", net.pool().capacity()},
       {"events", sim.events_run()},
+      {"fct_digest", fct_digest(runner.flows(), sim.events_run())},
       {"setup_wall_s", setup_wall},
       {"run_wall_s", wall},
       {"events_per_s", static_cast<double>(sim.events_run()) / std::max(wall, 1e-9)},

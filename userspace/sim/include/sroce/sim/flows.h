@@ -23,6 +23,16 @@
 // QPs alive follow the flows in progress, not every pair that ever talked.
 // 0 keeps every QP, as persistent connections.
 //
+// Open QPs per host (`max_open_qps_per_host`): with a bound, a flow that needs
+// a new QP at a source host that already has that many open client QPs first
+// closes the host's QP idle longest; if none is idle it waits (FIFO per host)
+// until one of the host's QPs goes idle, and starts then (its FCT still counts
+// from its start time). That is how a collective library runs an all-to-all
+// over many peers: a window of connections in use at a time, not one per peer
+// at once (an MoE all-to-all over 1024 hosts is a million flows at t = 0).
+// With the flows of a host listed to peers i+1, i+2, ... (all_to_all_flows),
+// the window makes it a shifted pairwise exchange. 0: no bound.
+//
 // Memory: by default every flow of a host writes from the same source buffer
 // into the same destination buffer at the peer (chunk_bytes each; contents
 // are not checked), so 128 hosts need only a few MiB of arena each. With
@@ -47,6 +57,7 @@ struct FlowRunnerConfig {
   uint32_t chunk_bytes = 1u << 20;  // largest WRITE of a flow
   uint32_t max_qps_per_pair = 8;
   uint32_t idle_qps_per_host = 0;  // 0: keep every QP; else close the oldest idle past it
+  uint32_t max_open_qps_per_host = 0;  // 0: no bound; else flows wait for a QP (above)
   bool verify = false;
   // IP traffic class of every flow: ECT(0) (0b10) so switches may mark CE
   // (RFC 3168; DCQCN needs marks). 0 makes the traffic not ECN-capable.
@@ -88,6 +99,8 @@ class FlowRunner {
   uint64_t qps() const { return qps_.size(); }           // QPs connected so far
   uint64_t qps_open() const { return qps_.size() - qps_closed_; }
   uint64_t qps_closed() const { return qps_closed_; }
+  // Flows that waited for a QP under max_open_qps_per_host.
+  uint64_t flows_waited() const { return flows_waited_; }
   // Engine memory of the open QPs (Engine::qp_memory_bytes), both ends.
   uint64_t qp_memory_bytes() const;
   // With verify: every completed flow's destination equals its source.
@@ -127,6 +140,10 @@ class FlowRunner {
   };
 
   void start_flow(uint64_t index, Time now);
+  // Under max_open_qps_per_host: closes the source host's QP idle longest;
+  // false if none is idle.
+  bool close_oldest_idle(uint32_t host);
+  void start_pending(uint32_t host);  // starts the host's next waiting flow, if any
   void post_waiting(uint32_t q);  // posts waiting WRITEs while the send queue has room
   void became_idle(uint32_t q);
   void close_qp(uint32_t q);
@@ -149,6 +166,10 @@ class FlowRunner {
   std::vector<std::vector<IdleEntry>> idle_;  // per source host: idle QPs, oldest first
   std::vector<size_t> idle_head_;             // ... from this index
   std::vector<uint32_t> idle_count_;          // ... of which still idle
+  std::vector<uint32_t> open_;                // per source host: open client QPs
+  std::vector<std::vector<uint64_t>> pending_;  // per source host: flows waiting for a QP
+  std::vector<size_t> pending_head_;
+  uint64_t flows_waited_ = 0;
   uint64_t qps_closed_ = 0;
   uint64_t started_ = 0;
   uint64_t completed_ = 0;

@@ -100,6 +100,13 @@ class Network {
   const std::vector<std::unique_ptr<Link>>& links() const { return links_; }
   std::vector<Host*> hosts() const;
   Node* node_by_addr(const Gid& a) const;
+  // The dense index of the addressable node with address `a` (its rank among
+  // the addressable nodes, as compute_routes numbers them), kNoDest if none.
+  // Switches index their routes by it; a packet caches it (Packet::dest).
+  uint32_t dest_of(const Gid& a) const {
+    auto it = dest_index_.find(a);
+    return it == dest_index_.end() ? kNoDest : it->second;
+  }
   Link* link_between(const Node& a, const Node& b) const;
 
   // Sum of LinkStats over all links.
@@ -110,6 +117,7 @@ class Network {
   PacketPool pool_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Link>> links_;
+  std::unordered_map<Gid, uint32_t, GidHash> dest_index_;
   FrameTap* tap_ = nullptr;
   uint64_t rng_stream_ = 0;
 };

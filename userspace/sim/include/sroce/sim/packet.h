@@ -34,8 +34,13 @@ using IntHop = cc::IntHop;
 inline constexpr uint32_t kMaxIntHops = 5;
 inline constexpr size_t kMaxPacketBytes = Engine::kMaxPacket + kMaxIntHops * SROCE_INT_HOP_LEN;
 
+// No destination index yet (Network::dest_of, cached by the first switch).
+inline constexpr uint32_t kNoDest = UINT32_MAX;
+
+// The fields every hop reads come first and the bytes last, so a hop that
+// only looks at the addressing and length touches one cache line, not one
+// 4 KB away from the packet's first byte.
 struct Packet {
-  std::array<std::byte, kMaxPacketBytes> data;
   uint32_t len = 0;
   PacketMeta meta;
   uint64_t serial = 0;        // unique per packet created (a duplicate gets its own)
@@ -46,6 +51,8 @@ struct Packet {
   bool sb_flag = false;       // some switch's shared buffer was above its flag level
   bool priority = false;      // queued in the strict-priority (header/control) queue
   uint32_t ingress = kNoLinkId;  // link it arrived on at the current switch (PFC accounting)
+  uint32_t dest = kNoDest;       // Network::dest_of(meta.dst), looked up once per packet
+  std::array<std::byte, kMaxPacketBytes> data;
 
   std::span<const std::byte> payload() const { return {data.data(), len}; }
   const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(data.data()); }
@@ -95,6 +102,7 @@ class PacketPool {
     p.sb_flag = false;
     p.priority = false;
     p.ingress = kNoLinkId;
+    p.dest = kNoDest;
     ++live_;
     return id;
   }
@@ -110,6 +118,7 @@ class PacketPool {
     d.sb_flag = s.sb_flag;
     d.priority = s.priority;
     d.ingress = s.ingress;
+    d.dest = s.dest;
     return id;
   }
   void free(PacketId id) {

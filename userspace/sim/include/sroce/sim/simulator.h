@@ -27,12 +27,17 @@ class EventSink {
   ~EventSink() = default;
 };
 
+// 40 bytes: the scheduling sequence and the sink's kind share one word
+// (seq << 16 | kind; seqs are unique, so ordering by the word is ordering by
+// seq). `touch` is memory the event will read first (a packet), prefetched
+// while the event before it runs.
 struct Event {
   Time at;
-  uint64_t seq = 0;
+  uint64_t key = 0;
   EventSink* sink = nullptr;
   uint64_t arg = 0;
-  uint32_t kind = 0;
+  const void* touch = nullptr;
+  uint32_t kind() const { return static_cast<uint32_t>(key & 0xffff); }
 };
 
 class Simulator {
@@ -47,7 +52,10 @@ class Simulator {
 
   // Schedules `sink->on_event(kind, arg, at)`. `at` before now() is a caller
   // bug; it is clamped to now() and counted (late_schedules()).
-  void schedule(Time at, EventSink* sink, uint32_t kind, uint64_t arg = 0);
+  // `kind` must be below 65536. `touch`: optional memory to prefetch before
+  // the event runs (no effect on what happens).
+  void schedule(Time at, EventSink* sink, uint32_t kind, uint64_t arg = 0,
+                const void* touch = nullptr);
   void schedule_in(Duration d, EventSink* sink, uint32_t kind, uint64_t arg = 0) {
     schedule(now_ + d, sink, kind, arg);
   }
@@ -80,14 +88,16 @@ class Simulator {
     std::vector<uint64_t> free_;
   };
 
+  static constexpr size_t kArity = 4;
+  void pop_front();
   static bool later(const Event& a, const Event& b) {
-    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
+    return a.at != b.at ? a.at > b.at : a.key > b.key;
   }
 
   Time now_;
   uint64_t seed_;
   Rng rng_;
-  std::vector<Event> heap_;  // min-heap under later()
+  std::vector<Event> heap_;  // 4-ary min-heap under later()
   uint64_t next_seq_ = 0;
   uint64_t events_run_ = 0;
   uint64_t late_ = 0;

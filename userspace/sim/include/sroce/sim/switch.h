@@ -122,13 +122,22 @@ class Switch final : public Node, public EgressPolicy {
   // Called by Network::connect for each new out-link.
   void attach_port(Link& out);
 
-  void set_routes(std::unordered_map<Gid, std::vector<Link*>, GidHash> routes) {
-    routes_ = std::move(routes);
+  // Routes by destination index (Network::dest_of): `by_dest[d]` names one of
+  // `hop_sets` (set 0 is empty: unreachable). Switches hold few distinct sets,
+  // so the table is 4 bytes per destination.
+  void set_routes(std::vector<std::vector<Link*>> hop_sets, std::vector<uint32_t> by_dest) {
+    hop_sets_ = std::move(hop_sets);
+    route_of_ = std::move(by_dest);
   }
   // The next hops toward `dst` (empty if unreachable).
   const std::vector<Link*>& next_hops(const Gid& dst) const;
-  // The egress link a packet with this addressing takes.
-  Link* select(const PacketMeta& m) const;
+  const std::vector<Link*>& next_hops(uint32_t dest) const {
+    return dest < route_of_.size() ? hop_sets_[route_of_[dest]] : kNoHops;
+  }
+  // The egress link a packet with this addressing takes (`dest`: the
+  // destination's index, if known).
+  Link* select(const PacketMeta& m) const { return select(m, kNoDest); }
+  Link* select(const PacketMeta& m, uint32_t dest) const;
   const SwitchStats& stats() const { return stats_; }
   // Data-queue length an arriving data packet found at its egress port, bytes.
   const LogHistogram& queue_histogram() const { return qlen_; }
@@ -151,7 +160,9 @@ class Switch final : public Node, public EgressPolicy {
   };
   Admit admit_priority(Link& link, const Packet& p);
 
-  std::unordered_map<Gid, std::vector<Link*>, GidHash> routes_;
+  static inline const std::vector<Link*> kNoHops;
+  std::vector<std::vector<Link*>> hop_sets_;
+  std::vector<uint32_t> route_of_;  // by destination index: into hop_sets_
   uint64_t seed_;
   SwitchConfig cfg_;
   SwitchStats stats_;
