@@ -166,7 +166,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       memcpy(msg, data + at, len);
       mlen = len;
-      (void)send(fd, msg, mlen, MSG_NOSIGNAL);
+      // Raw bytes can still be a well-framed request (the fuzzer finds the magic): the
+      // daemon answers it like any other, under the seq the bytes chose.
+      sroce_msg_hdr h;
+      bool framed = false;
+      if (mlen >= sizeof h) {
+        memcpy(&h, msg, sizeof h);
+        framed = h.magic == SROCE_ABI_MAGIC && h.len == mlen - sizeof h;
+      }
+      if (send(fd, msg, mlen, MSG_NOSIGNAL) > 0 && framed) pending[h.seq] = h.op;
     }
     at += len;
     pump(w, key);
