@@ -167,12 +167,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       memcpy(msg, data + at, len);
       mlen = len;
       // Raw bytes can still be a well-framed request (the fuzzer finds the magic): the
-      // daemon answers it like any other, under the seq the bytes chose.
+      // daemon answers it like any other, under the seq the bytes chose. An op it does not
+      // know is garbage (dropped and counted, no reply), as in service_control.cc.
       sroce_msg_hdr h;
       bool framed = false;
       if (mlen >= sizeof h) {
         memcpy(&h, msg, sizeof h);
-        framed = h.magic == SROCE_ABI_MAGIC && h.len == mlen - sizeof h;
+        framed = h.magic == SROCE_ABI_MAGIC && h.len == mlen - sizeof h && h.op >= SROCE_OP_HELLO &&
+                 h.op < SROCE_OP_COUNT;
       }
       if (send(fd, msg, mlen, MSG_NOSIGNAL) > 0 && framed) pending[h.seq] = h.op;
     }
