@@ -427,11 +427,15 @@ inline Sge sge(const Host& h, uint64_t off, uint32_t len) {
 }
 
 // Waits (in fake time) for `n` completions on a host's CQ.
+// Runs the wire until h has polled n completions (or `limit`); `each`, if given, runs
+// before every poll (e.g. releasing what a filter held).
 inline std::vector<Wc> wait_wc(Wire& w, Host& h, size_t n,
-                               Duration limit = Duration::millis(60'000)) {
+                               Duration limit = Duration::millis(60'000),
+                               const std::function<void()>& each = {}) {
   std::vector<Wc> got;
   w.run_until(
       [&] {
+        if (each) each();
         auto v = h.poll();
         got.insert(got.end(), v.begin(), v.end());
         return got.size() >= n;

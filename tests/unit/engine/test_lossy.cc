@@ -492,15 +492,7 @@ TEST_CASE("lossy, random loss / duplication / reordering / trims: exactly-once, 
         lens[i] = 1 + rng() % 12000;
         post_mixed(p, i, kind[i], lens[i], 0x4000);
       }
-      std::vector<Wc> got;
-      p.w.run_until(
-          [&] {
-            p.w.release();
-            auto v = p.a.poll();
-            got.insert(got.end(), v.begin(), v.end());
-            return got.size() >= kOps;
-          },
-          Duration::millis(5000));
+      auto got = wait_wc(p.w, p.a, kOps, Duration::millis(5000), [&] { p.w.release(); });
       REQUIRE(got.size() == kOps);
       for (int i = 0; i < kOps; ++i) {
         INFO("wr " << i << " status " << to_string(got[i].status));

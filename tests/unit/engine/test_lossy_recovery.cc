@@ -72,20 +72,14 @@ TEST_CASE("lossy negotiation: a QP that is never idle switches mid-stream", "[lo
         lens[i] = 1 + rng() % 6000;
         post_mixed(p, i, kind[i], lens[i], 0x2000);
       }
-      std::vector<Wc> got;
-      p.w.run_until(
-          [&] {
-            // Quiet: what was held or delayed arrives now (late, out of order).
-            p.w.release();
-            auto l = std::move(line);
-            line.clear();
-            line_at.clear();
-            for (auto& y : l) deliver_b(y);
-            auto v = p.a.poll();
-            got.insert(got.end(), v.begin(), v.end());
-            return got.size() >= kOps;
-          },
-          Duration::millis(5000));
+      auto got = wait_wc(p.w, p.a, kOps, Duration::millis(5000), [&] {
+        // Quiet: what was held or delayed arrives now (late, out of order).
+        p.w.release();
+        auto l = std::move(line);
+        line.clear();
+        line_at.clear();
+        for (auto& y : l) deliver_b(y);
+      });
       REQUIRE(got.size() == kOps);
       for (int i = 0; i < kOps; ++i) {
         INFO("wr " << i << " status " << to_string(got[i].status));
