@@ -30,10 +30,10 @@ trap 'rm -f "$out"' EXIT
 rc=$?
 cat "$out"
 # The client's summary (-f: only the final figures): the last row of numbers in its table.
-# UCX prints "-nan" in the "average" columns when the last interval had no samples; the
-# "overall" columns are what the row must have.
+# UCX prints "-nan" or "inf" in the "average" columns when the last interval had no samples
+# (or took no time); the "overall" columns are what the row must have.
 final=$(sed -n '/^=== client/,$p' "$out" |
-  grep -E '^[ |]*[0-9]+([ |]+(-?nan|[0-9.]+)){7}[ |]*$' | tail -1 | tr -s ' |' ' ')
+  grep -E '^[ |]*[0-9]+([ |]+(-?nan|-?inf|[0-9.]+)){7}[ |]*$' | tail -1 | tr -s ' |' ' ')
 if [ "$rc" -eq 0 ] && [ -z "$final" ]; then
   echo "ucx.sh: the client printed no final figures"
   rc=1
