@@ -222,6 +222,7 @@ fi
 echo "== teardown"
 for n in 1 2; do
 	eval "p=\$SROCED$n"
+	# shellcheck disable=SC2154 # p is set by the eval above
 	kill -TERM "$p" 2>/dev/null
 	wait "$p"
 	if grep -qE " error | critical " /tmp/sroced.r$n.out; then
