@@ -35,11 +35,11 @@ Upstream-Name: sroce
 Comment: a software RoCEv2 transport stack (sroced, libsroce, rdma_sroce.ko)
 
 Files: *
-Copyright: the sroce developers
+Copyright: 2026 the sroce developers
 License: MIT
 
 Files: usr/src/rdma-sroce-*/*
-Copyright: the sroce developers
+Copyright: 2026 the sroce developers
 License: GPL-2.0 or MIT
  The kernel module's sources carry SPDX-License-Identifier: GPL-2.0 OR MIT.
  On Debian systems the GPL-2.0 is in /usr/share/common-licenses/GPL-2.
@@ -60,6 +60,8 @@ printf 'sroce (%s) unstable; urgency=medium\n\n  * Built from %s.\n\n -- sroce d
   "$debver" "$(git -C "$top" describe --always --dirty 2>/dev/null || echo source)" \
   "$(date -R -d @"${SOURCE_DATE_EPOCH:-$(date +%s)}")" | gzip -9n >"$doc/changelog.Debian.gz"
 find "$doc" -name '*.md' -exec gzip -9n {} +
+# Manual pages are installed compressed (Debian policy 12.1).
+[ -d "$stage/usr/share/man" ] && find "$stage/usr/share/man" -type f -name '*.[0-9]' -exec gzip -9n {} +
 # The XDP object is eBPF bytecode for the kernel, not an x86-64 binary.
 mkdir -p "$stage/usr/share/lintian/overrides"
 printf 'sroce: binary-from-other-architecture [usr/lib/sroce/sroce_xdp.bpf.o]\n' \

@@ -49,9 +49,16 @@ dpkg -s sroce | grep -E '^(Status|Version|Depends):'
 files=$(dpkg -L sroce)
 for f in /usr/sbin/sroced /usr/bin/sroce /usr/bin/sroce-run \
     /usr/lib/x86_64-linux-gnu/libibverbs/libsroce-rdmav34.so /usr/lib/sroce/libsroce-shim.so \
-    /etc/libibverbs.d/sroce.driver /etc/sroce/sroced.toml /lib/systemd/system/sroced.service; do
+    /etc/libibverbs.d/sroce.driver /etc/sroce/sroced.toml /lib/systemd/system/sroced.service \
+    /usr/share/man/man8/sroced.8.gz /usr/share/man/man1/sroce.1.gz \
+    /usr/share/man/man1/sroce-run.1.gz /usr/share/man/man5/sroced.toml.5.gz; do
   grep -qx "$f" <<<"$files" || fail "the package has no $f"
   [ -e "$f" ] || fail "$f not installed"
+done
+# The manual pages format without a warning (lintian's check, groff's own).
+for m in /usr/share/man/man*/sroce*.gz; do
+  w=$(zcat "$m" | groff -man -ww -z 2>&1)
+  [ -z "$w" ] || fail "$m: groff warns: $w"
 done
 grep -qE '^/usr/src/rdma-sroce-[0-9.]+/dkms.conf$' <<<"$files" || fail "no DKMS source"
 grep -qE '^/usr/src/rdma-sroce-[0-9.]+/sroce_main.c$' <<<"$files" || fail "no module source"

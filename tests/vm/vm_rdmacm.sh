@@ -152,8 +152,9 @@ rdmacm_main() {
 		fi
 	done
 	# qperf (Debian's qperf) with rdma_cm connections (-cm1): RC bandwidth and latency, RDMA
-	# READ bandwidth. Not its UD tests: they ignore -cm1 and open the first device (sroce0 here,
-	# whose sroced runs in another namespace); UD through rdma_cm is udaddy's, above. The server is qperf itself, listening on TCP 19765 for its
+	# READ bandwidth. Not its UD tests: they never use rdma_cm and address the peer by LID
+	# without a GRH, which no RoCE device accepts (vm_clients.sh checks the refusal); UD
+	# through rdma_cm is udaddy's, above. The server is qperf itself, listening on TCP 19765 for its
 	# control connection (no cm_id until a client comes) and serving one test after another
 	# until it is killed: each client's exit status and figure decide.
 	if command -v qperf >/dev/null; then

@@ -6,6 +6,8 @@
 # and an /etc/hosts naming both (ip netns exec binds /etc/netns/NS/hosts). Passes only if
 # mpirun exits 0, PROGRAM printed "mpi_check: ok", each rank ran on its own host, and UCX
 # reported the first transport of TLS on sroce0:1 as the tag lane of the ranks' endpoint.
+# SROCE_HOSTS=dpdk: STATE_DIR holds the hosts of tests/dpdk/hosts.sh (the DPDK datapath,
+# 10.78.0.0/24) instead of tests/e2e/hosts.sh's (rsh.sh reads it too).
 set -u
 here=$(dirname "$(readlink -f "$0")")
 state=$1
@@ -13,10 +15,16 @@ prog=$2
 tls=$3
 shift 3
 tag=$(echo -n "$state" | md5sum | cut -c1-6)
-ns() { echo "sre2e-$tag-$1"; }
+case ${SROCE_HOSTS:-e2e} in
+  e2e) hosts_sh=$here/../hosts.sh net=10.77.0 nsp=sre2e ;;
+  dpdk) hosts_sh=$here/../../dpdk/hosts.sh net=10.78.0 nsp=srdp ;;
+  *) echo "mpi.sh: SROCE_HOSTS is e2e or dpdk, not $SROCE_HOSTS" >&2; exit 2 ;;
+esac
+export SROCE_HOSTS=${SROCE_HOSTS:-e2e}
+ns() { echo "$nsp-$tag-$1"; }
 for h in h1 h2; do
   mkdir -p "/etc/netns/$(ns $h)"
-  printf '127.0.0.1 localhost\n10.77.0.1 sroce-h1\n10.77.0.2 sroce-h2\n' >"/etc/netns/$(ns $h)/hosts"
+  printf '127.0.0.1 localhost\n%s.1 sroce-h1\n%s.2 sroce-h2\n' $net $net >"/etc/netns/$(ns $h)/hosts"
 done
 cleanup() { for h in h1 h2; do rm -rf "/etc/netns/$(ns $h)"; done; }
 trap cleanup EXIT
@@ -25,10 +33,10 @@ export SROCE_E2E_STATE=$state
 # The UCX transports: TLS only (and "self" for a rank's messages to itself), on sroce0 only;
 # Open MPI's own TCP paths (oob) stay on the hosts' addresses.
 timeout -k 10 300 unshare --uts /bin/sh -c 'hostname sroce-h1; exec "$@"' sh \
-  "$here/../hosts.sh" run "$state" h1 -- \
+  "$hosts_sh" run "$state" h1 -- \
   mpirun --allow-run-as-root -np 2 --host sroce-h1:1,sroce-h2:1 \
     --mca plm_rsh_agent "$here/rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include 10.77.0.0/24 \
+    --mca oob_tcp_if_include $net.0/24 \
     --mca pml ucx --mca btl ^vader,tcp,openib,uct,smcuda --mca osc ucx \
     --mca pml_ucx_verbose 0 \
     -x UCX_TLS="$tls,self" -x UCX_NET_DEVICES=sroce0:1 -x UCX_LOG_LEVEL=info \

@@ -1,13 +1,14 @@
 /* mpi_check: a two-rank MPI program whose every received byte is checked.
  *
- *   mpi_check [ITERS]
+ *   mpi_check [ITERS [MAX_BYTES]]
  *
  * Ping-pong between rank 0 and rank 1 at several message sizes (eager and rendezvous sizes
  * of pml ucx), each message filled with a pattern that depends on the size, the iteration
  * and the sender, checked byte for byte by the receiver; then MPI_Allreduce (sum and max of
  * int64 vectors whose result each rank computes on its own), MPI_Bcast and MPI_Alltoall.
  * Exits 0 only if every check passed on every rank; prints one line per phase and a final
- * "mpi_check: ok" from rank 0.
+ * "mpi_check: ok" from rank 0. MAX_BYTES (default 1 MiB) bounds the ping-pong sizes and the
+ * collectives' vectors (a slow emulated machine, tests/vm/vm_clients.sh).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 static int g_rank, g_size;
+static size_t g_max_bytes = 1 << 20;
 
 static uint8_t pattern(size_t i, int size_idx, int iter, int from) {
   return (uint8_t)(i * 131u + (unsigned)size_idx * 17u + (unsigned)iter * 7u + (unsigned)from * 101u);
@@ -50,6 +52,7 @@ static size_t pingpong(int iters) {
   if (!sbuf || !rbuf) MPI_Abort(MPI_COMM_WORLD, 3);
   for (int s = 0; s < nsizes; ++s) {
     const size_t n = kSizes[s];
+    if (n > g_max_bytes) break;
     double t0 = MPI_Wtime();
     for (int it = 0; it < iters; ++it) {
       memset(rbuf, 0, n);
@@ -81,7 +84,9 @@ static size_t pingpong(int iters) {
 }
 
 static size_t collectives(int iters) {
-  enum { kN = 1 << 16 };
+  /* 64 Ki int64 (512 KiB), or MAX_BYTES of them */
+  const int kN = (int)(g_max_bytes / 8 < (1 << 16) ? (g_max_bytes / 8 > 128 ? g_max_bytes / 8 : 128)
+                                                   : (1 << 16));
   int64_t* in = malloc(kN * sizeof *in);
   int64_t* out = malloc(kN * sizeof *out);
   int32_t* a2a_in = malloc((size_t)g_size * 1024 * sizeof *a2a_in);
@@ -146,11 +151,14 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   const int iters = argc > 1 ? atoi(argv[1]) : 50;
-  if (g_size != 2 || iters <= 0) {
-    if (g_rank == 0) fprintf(stderr, "mpi_check: needs exactly 2 ranks and ITERS > 0\n");
+  const long max_bytes = argc > 2 ? atol(argv[2]) : 1 << 20;
+  if (g_size != 2 || iters <= 0 || max_bytes < 1) {
+    if (g_rank == 0)
+      fprintf(stderr, "mpi_check: needs exactly 2 ranks, ITERS > 0 and MAX_BYTES >= 1\n");
     MPI_Finalize();
     return 2;
   }
+  g_max_bytes = (size_t)max_bytes;
   char host[MPI_MAX_PROCESSOR_NAME];
   int hlen = 0;
   MPI_Get_processor_name(host, &hlen);
