@@ -10,12 +10,14 @@ namespace sroce::pingmesh {
 
 namespace {
 
-double p50(std::vector<double> v) {
+double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
+  const size_t m = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
   return v[m];
 }
+
+double p50(std::vector<double> v) { return quantile(std::move(v), 0.5); }
 
 double log_binom_pmf(unsigned n, unsigned k, double p) {
   if (p <= 0) return k == 0 ? 0 : -INFINITY;
@@ -371,6 +373,79 @@ void Analyzer::loss_blames(std::vector<Obs> obs, const std::set<std::string>& wi
   }
 }
 
+// A host's own delay (responder T4-T3, prober (T6-T1)-(T5-T2)) far above its baseline: its
+// p50 decides a host-delay blame. A host that stalls also answers some probes after their
+// timeout and, with completion timestamps taken by software, adds a little to the network RTT
+// of its pairs. So a host whose delay p90 rose past the same thresholds, and far more than its
+// pairs' network RTT (`late`), has its probes taken out of the loss vote: their failures are
+// late answers. The p90 sees a stall as soon as a tenth of the window has it, before the
+// failures it causes reach the vote's thresholds; the p50 needs half the window. Both must
+// also stand out from the other hosts' (delay_peer_factor): a delay every host shares is the
+// machine's. Hysteresis: a host in host delay at the previous step stays there down to half
+// the thresholds.
+std::map<std::string, Analyzer::HostDelay> Analyzer::host_delays(
+    const std::map<std::string, std::vector<double>>& rtt, const std::map<std::string, std::vector<double>>& resp,
+    const std::map<std::string, std::vector<double>>& prober, const AnalyzeState& st) const {
+  // Each host's p50 and p90 of both delays in this window (absent: fewer than 5 samples).
+  struct Q {
+    double p50 = -1, p90 = -1;
+  };
+  std::map<std::string, std::array<Q, 2>> q;
+  const std::array<const std::map<std::string, std::vector<double>>*, 2> now{&resp, &prober};
+  const std::array<const std::map<std::string, double>*, 2> base{&base_resp_, &base_prober_};
+  for (const auto& th : topo_.hosts)
+    for (size_t k = 0; k < 2; ++k) {
+      auto v = now[k]->find(th.name);
+      if (v == now[k]->end() || v->second.size() < 5) continue;
+      q[th.name][k] = {p50(v->second), quantile(v->second, 0.9)};
+    }
+  // The other hosts' median of the same figure: a delay all hosts share is the machine's (the
+  // load of the host running the agents, or of a whole fabric), not one host's.
+  auto peers = [&](const std::string& h, size_t k, bool tail) {
+    std::vector<double> v;
+    for (const auto& [o, qq] : q)
+      if (o != h && qq[k].p50 >= 0) v.push_back(tail ? qq[k].p90 : qq[k].p50);
+    return v.empty() ? 0.0 : p50(v);
+  };
+  std::map<std::string, HostDelay> out;
+  for (const auto& th : topo_.hosts) {
+    const bool held = st.hosts_delayed.count(th.name) > 0;
+    const double factor = held ? o_.delay_factor / 2 : o_.delay_factor;
+    const double peer_factor = held ? o_.delay_peer_factor / 2 : o_.delay_peer_factor;
+    const double floor_ns = (held ? o_.delay_floor_ms / 2 : o_.delay_floor_ms) * 1e6;
+    HostDelay d;
+    double rise90 = 0;
+    d.evidence = nlohmann::json::object();
+    for (size_t k = 0; k < 2; ++k) {
+      auto b = base[k]->find(th.name);
+      const Q& x = q[th.name][k];
+      if (x.p50 < 0 || b == base[k]->end()) continue;
+      const double base50 = std::max(b->second, 1000.0), peer50 = peers(th.name, k, false),
+                   peer90 = peers(th.name, k, true);
+      const double ratio = x.p50 / base50;
+      d.evidence[k == 0 ? "responder" : "prober"] = {{"p50_ns", x.p50},       {"p90_ns", x.p90},
+                                                     {"baseline_p50_ns", base50}, {"ratio", ratio},
+                                                     {"peers_p50_ns", peer50}, {"peers_p90_ns", peer90}};
+      if (ratio >= factor && x.p50 >= floor_ns && x.p50 >= peer_factor * peer50) d.ratio = std::max(d.ratio, ratio);
+      if (x.p90 / base50 >= factor && x.p90 >= floor_ns && x.p90 >= peer_factor * peer90)
+        rise90 = std::max(rise90, x.p90 - base50);
+    }
+    if (rise90 <= 0 && d.ratio <= 0) continue;
+    std::vector<double> rtt_rise;  // its pairs' network RTT p50 over their baselines
+    for (const auto& [k, v] : rtt) {
+      const auto gt = k.find('>');
+      if (topo_.node(k.substr(0, gt)) != th.name && topo_.node(k.substr(gt + 1)) != th.name) continue;
+      auto b = base_rtt_.find(k);
+      if (v.size() >= 5 && b != base_rtt_.end()) rtt_rise.push_back(p50(v) - b->second);
+    }
+    const double net_rise = rtt_rise.empty() ? 0.0 : std::max(0.0, p50(rtt_rise));
+    d.evidence["network_rtt_rise_ns"] = net_rise;
+    d.late = rise90 > 0 && rise90 >= o_.delay_dominance * net_rise;
+    out.emplace(th.name, std::move(d));
+  }
+  return out;
+}
+
 StepResult Analyzer::step(double t, AnalyzeState& st) const {
   StepResult r;
   r.t = t;
@@ -434,6 +509,16 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
     obs.push_back(std::move(x));
     ++n_hop;
   }
+  const auto delays = host_delays(rtt, resp, prober, st);
+  std::set<int> late;  // hosts whose failed probes are late answers: out of the loss vote
+  for (const auto& [h, d] : delays)
+    if (d.late) late.insert(comp_id(h));
+  if (!late.empty())
+    obs.erase(std::remove_if(obs.begin(), obs.end(),
+                             [&](const Obs& x) {
+                               return x.ud && (late.count(x.comps[0]) || late.count(x.comps[1]));
+                             }),
+              obs.end());
   loss_blames(std::move(obs), withdrawn_links(t), st.hosts_blamed, r.blames);
   for (auto& b : r.blames)
     if (b.kind == "host" && tor_mesh.count(b.element)) {
@@ -444,7 +529,7 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
 
   // Network RTT against each pair's baseline, with hysteresis.
   std::map<std::string, std::array<unsigned, 2>> host_pairs;  // host -> {pairs, anomalous}
-  unsigned pairs_total = 0, pairs_high = 0;
+  std::vector<std::tuple<std::string, std::string, bool>> pairs;  // src, dst, anomalous
   for (const auto& [k, v] : rtt) {
     auto b = base_rtt_.find(k);
     if (v.size() < 5 || b == base_rtt_.end() || b->second <= 0) continue;
@@ -457,8 +542,7 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
       ++host_pairs[h][0];
       host_pairs[h][1] += high;
     }
-    ++pairs_total;
-    pairs_high += high;
+    pairs.emplace_back(s, d, high);
     if (high) r.rtt_anomalies.push_back({{"src", s}, {"dst", d}, {"ratio", ratio}, {"p50_ns", p50(v)}});
   }
   auto blamed = [&](const std::string& e) {
@@ -466,42 +550,72 @@ StepResult Analyzer::step(double t, AnalyzeState& st) const {
       if (b.element == e) return true;
     return false;
   };
-  for (const auto& [h, hp] : host_pairs) {
-    if (!topo_.host_by_name(h) || hp[0] < 2) continue;
-    const double mine = static_cast<double>(hp[1]) / hp[0];
-    const unsigned others_n = pairs_total - hp[0], others_h = pairs_high - hp[1];
-    const double others = others_n ? static_cast<double>(others_h) / others_n : 0.0;
-    if (mine >= 0.75 && others <= 0.25 && !blamed(h)) {
-      Blame b{h, "host", mine * (1 - others), {{"reason", "network RTT above baseline on its pairs"},
-                                                {"pairs", hp[0]}, {"anomalous", hp[1]}}};
-      r.blames.push_back(std::move(b));
+  // A host on most of whose pairs the RTT is anomalous while few other pairs' is. The pairs of
+  // a host already blamed as `host` are explained by it and leave the count (a slow NIC makes
+  // its peers' pairs with it slow too), and the worst host goes first, then the rest again;
+  // the comparison needs rtt_min_other_pairs pairs not touching the host.
+  std::set<std::string> explained;
+  for (const auto& b : r.blames)
+    if (b.kind == "host") explained.insert(b.element);
+  for (;;) {
+    std::map<std::string, std::array<unsigned, 2>> hp;  // host -> {pairs, anomalous}, unexplained
+    unsigned total = 0, high = 0;
+    for (const auto& [s, d, hi] : pairs) {
+      if (explained.count(s) || explained.count(d)) continue;
+      for (const auto& h : {s, d}) {
+        ++hp[h][0];
+        hp[h][1] += hi;
+      }
+      ++total;
+      high += hi;
     }
-  }
-  // Not the network: a host's own delay (responder T4-T3, prober (T6-T1)-(T5-T2)) far above
-  // its baseline while its network RTT is normal.
-  for (const auto& th : topo_.hosts) {
-    if (blamed(th.name)) continue;
-    const auto& hp = host_pairs[th.name];
-    if (hp[0] && static_cast<double>(hp[1]) / hp[0] >= 0.5) continue;  // the network is slow too
-    double worst = 0;
-    nlohmann::json ev = nlohmann::json::object();
-    for (const auto& [what, now_map, base_map] :
-         {std::tuple{"responder", &resp, &base_resp_}, std::tuple{"prober", &prober, &base_prober_}}) {
-      auto v = now_map->find(th.name);
-      auto b = base_map->find(th.name);
-      if (v == now_map->end() || v->second.size() < 5 || b == base_map->end()) continue;
-      const double now50 = p50(v->second), base50 = std::max(b->second, 1000.0);
-      const double ratio = now50 / base50;
-      ev[what] = {{"p50_ns", now50}, {"baseline_p50_ns", base50}, {"ratio", ratio}};
-      if (ratio >= o_.delay_factor && now50 >= o_.delay_floor_ms * 1e6) worst = std::max(worst, ratio);
+    std::string best;
+    double best_mine = 0, best_others = 0;
+    for (const auto& [h, c] : hp) {
+      if (!topo_.host_by_name(h) || c[0] < 2 || blamed(h)) continue;
+      const double mine = static_cast<double>(c[1]) / c[0];
+      const unsigned others_n = total - c[0], others_h = high - c[1];
+      // Too few other pairs cannot show that the slowness is this host's, not everyone's (a
+      // load spike of the machine slows every pair at once).
+      if (others_n < o_.rtt_min_other_pairs) continue;
+      const double others = static_cast<double>(others_h) / others_n;
+      if (mine >= 0.75 && others <= 0.25 && mine > best_mine) {
+        best = h;
+        best_mine = mine;
+        best_others = others;
+      }
     }
-    if (worst > 0) r.blames.push_back({th.name, "host_delay", 1.0 - 1.0 / worst, ev});
+    if (best.empty()) break;
+    r.blames.push_back({best, "host", best_mine * (1 - best_others),
+                        {{"reason", "network RTT above baseline on its pairs"},
+                         {"pairs", hp[best][0]},
+                         {"anomalous", hp[best][1]}}});
+    explained.insert(best);
   }
+  // Not the network: a host's own delay far above its baseline (host_delays, above).
+  for (const auto& [h, d] : delays) {
+    if (d.ratio <= 0) continue;
+    auto it = std::find_if(r.blames.begin(), r.blames.end(), [&](const Blame& x) { return x.element == h; });
+    if (it != r.blames.end()) {
+      if (it->kind != "host" || !d.late) continue;
+      nlohmann::json ev = d.evidence;
+      ev["instead_of"] = {{"kind", it->kind}, {"evidence", it->evidence}};
+      *it = Blame{h, "host_delay", 1.0 - 1.0 / d.ratio, ev};
+      continue;
+    }
+    const auto& hp = host_pairs[h];
+    if (!d.late && hp[0] && static_cast<double>(hp[1]) / hp[0] >= 0.5) continue;  // the network is slow too
+    r.blames.push_back({h, "host_delay", 1.0 - 1.0 / d.ratio, d.evidence});
+  }
+  st.hosts_delayed.clear();
+  for (const auto& b : r.blames)
+    if (b.kind == "host_delay") st.hosts_delayed.insert(b.element);
   st.hosts_blamed.clear();
   for (const auto& b : r.blames)
     if (b.kind == "host") st.hosts_blamed.insert(b.element);
   r.stats = {{"probes", n_ud}, {"failures", f_ud}, {"hop_probes", n_hop},
-             {"rtt_pairs", pairs_total}, {"rtt_pairs_anomalous", pairs_high}};
+             {"rtt_pairs", pairs.size()},
+             {"rtt_pairs_anomalous", std::count_if(pairs.begin(), pairs.end(), [](const auto& x) { return std::get<2>(x); })}};
   return r;
 }
 

@@ -57,8 +57,12 @@ struct AnalyzeOptions {
   double min_loss = 0.02;          // and this share of its probes
   double host_loss = 0.10;         // R-Pingmesh: an RNIC above 10 % probe loss is anomalous
   double rtt_enter = 4, rtt_exit = 2;  // network RTT p50 / baseline p50, with hysteresis
+  unsigned rtt_min_other_pairs = 4;    // pairs not touching a host that its RTT is judged against
   double delay_factor = 8;         // host delay p50 / baseline p50 ...
   double delay_floor_ms = 20;      // ... and at least this (scheduling noise stays below)
+  double delay_peer_factor = 4;    // ... and this many times the other hosts' median delay
+  double delay_dominance = 10;     // a host delay that rose this many times more than its
+                                   // pairs' network RTT explains their loss and RTT too
   unsigned symmetric_ttl = 2;      // TTL-limited answers up to this TTL return the way they went
   unsigned tor_mesh_min = 10;      // ToR-mesh probes of a host that can clear it (below: voting only)
 };
@@ -71,10 +75,11 @@ struct Blame {
   std::string label() const { return element + "/" + kind; }
 };
 
-// State carried from one step to the next (RTT hysteresis).
+// State carried from one step to the next (hysteresis of RTT, host and host-delay blames).
 struct AnalyzeState {
   std::map<std::string, bool> rtt_high;  // "src>dst" -> anomalous
   std::set<std::string> hosts_blamed;    // hosts blamed (kind "host") by the previous step
+  std::set<std::string> hosts_delayed;   // hosts in host delay at the previous step
 };
 
 struct StepResult {
@@ -104,6 +109,17 @@ class Analyzer {
                                       double t) const;
   void add_links(const std::vector<std::string>& nodes, std::vector<int>& comps) const;
   int comp_id(const std::string& name) const;
+  struct HostDelay {
+    double ratio = 0;   // the worse of responder and prober delay p50 / baseline; 0: normal
+    bool late = false;  // its p90 rose far more than its pairs' network RTT (delay_dominance)
+    nlohmann::json evidence;
+  };
+  // Hosts whose own delay is anomalous in this window (rtt: "src>dst" -> network RTTs, ns;
+  // resp and prober: host -> delays, ns).
+  std::map<std::string, HostDelay> host_delays(const std::map<std::string, std::vector<double>>& rtt,
+                                               const std::map<std::string, std::vector<double>>& resp,
+                                               const std::map<std::string, std::vector<double>>& prober,
+                                               const AnalyzeState& st) const;
   // `held`: hosts blamed by the previous step, which keep their blame without fresh
   // ToR-mesh evidence (hysteresis); any other host needs its ToR-mesh probes to be bad.
   void loss_blames(std::vector<Obs> obs, const std::set<std::string>& withdrawn,
