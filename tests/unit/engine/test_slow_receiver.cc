@@ -28,8 +28,8 @@ using namespace sroce::test;
 namespace {
 
 constexpr uint32_t kMsg = 64 * 1024;
-constexpr uint64_t kTxOff = 0;            // each side's send buffer
-constexpr uint64_t kRxOff = 0x100000;     // and its receive buffers, kMsg apart
+constexpr uint64_t kTxOff = 0;         // each side's send buffer
+constexpr uint64_t kRxOff = 0x100000;  // and its receive buffers, kMsg apart
 constexpr uint32_t kRxRing = 8;
 
 struct Starved {
