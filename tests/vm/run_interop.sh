@@ -18,6 +18,7 @@ rc=0
 SROCE_VM_SCRIPT=vm_interop.sh SROCE_VM_DISK="$disk" "$here/run.sh" "$out" \
 	"$here/corrupt_frame.py=/test/bin/corrupt_frame.py" \
 	/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so /etc/libibverbs.d/rxe.driver \
+	/usr/sbin/tc \
 	"$@" || rc=$?
 
 n=$(sed -n 's/^SROCE_VM_PCAP bytes=\([0-9]*\).*/\1/p' "$out/console.log.txt" | tail -n1)

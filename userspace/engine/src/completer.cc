@@ -29,6 +29,7 @@ void Engine::Impl::comp_progress(Qp& qp, Time now) {
   qp.retry_left = qp.attr.retry_cnt;
   qp.rnr_left = qp.attr.rnr_retry;
   qp.lossy.rto_backoff = 0;
+  qp.timeout_probe = false;  // the responder answers: the window opens again
   qp.retx_deadline = Time::never();
   if (outstanding(qp)) comp_arm_retx(qp, now);
   check_sq_drained(qp);
@@ -161,6 +162,13 @@ void Engine::Impl::comp_on_timer(Qp& qp, Time now) {
     if (qp.lossy.tx) return lossy_on_rto(qp, now);
     lossy_rehash(qp);  // docs/lossy.md: a new path after a timeout
     qp.implied_valid = false;
+    // Go back N, one packet first (qp.h, timeout_probe): a timeout says no response
+    // came, not that the window was lost. The responder ACKs the probe (AckReq) or
+    // answers it as a duplicate with the PSN it has reached; the rest follows once it
+    // did. Resending the whole window instead drew one ACK per duplicate from rxe into
+    // a receive queue already too long to drain before the next timeout, until
+    // retry_cnt ran out (docs/interop.md).
+    qp.timeout_probe = true;
     comp_retry(qp, req_resume_psn(qp), now, true);
   }
 }
@@ -216,6 +224,7 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
           case SROCE_NAK_PSN_SEQ_ERR:
             // IBA 9.7: go back to the PSN the responder expects.
             ++qp.stats.seq_naks_received;
+            qp.timeout_probe = false;  // the responder said where to resume
             cc_on_loss(*this, qp, cc::LossKind::kNak, now);
             comp_retry(qp, psn, now, true);
             return;

@@ -392,6 +392,11 @@ struct Qp {
   // other one for it until a timeout (damps retry storms under reordering).
   bool implied_valid = false;
   uint32_t implied_idx = 0;
+  // Compatible mode after a local ACK timeout: the oldest unacknowledged packet goes
+  // alone, with AckReq, and the rest waits for a response that shows progress
+  // (docs/interop.md, "64 KiB messages sroce->rxe": a responder that ACKs every
+  // duplicate answers a resent window with as many ACKs).
+  bool timeout_probe = false;
 
   // --- receive queue (own; unused with an SRQ) ---
   RecvQueue rq;

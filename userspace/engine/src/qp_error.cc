@@ -135,6 +135,7 @@ void Engine::Impl::reset_qp_state(Qp& qp) {
   qp.rnr_wait = false;
   qp.rnr_deadline = qp.retx_deadline = Time::never();
   qp.implied_valid = false;
+  qp.timeout_probe = false;
   qp.sqd_drained_sent = false;
   qp.comm_est_sent = false;
   lossy_reset_tx(qp);

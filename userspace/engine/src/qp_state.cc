@@ -371,6 +371,7 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
         qp.acked_psn = psn_add(q.sq_psn, -1);
         qp.retry_left = q.retry_cnt;
         qp.rnr_left = q.rnr_retry;
+        qp.timeout_probe = false;
         lossy_reset_tx(qp);
         cc_qp_start(*this, qp, now);
       }

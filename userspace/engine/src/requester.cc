@@ -187,8 +187,11 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   }
   // Go-back-N window (compatible mode): bounded unacknowledged PSNs; lossy
   // mode also stays inside the receiver's window.
-  const uint32_t window =
-      qp.lossy.tx ? std::min(cfg_.max_unacked_psns, kLossyWindow) : cfg_.max_unacked_psns;
+  uint32_t window = cfg_.max_unacked_psns;
+  if (qp.lossy.tx)
+    window = std::min(cfg_.max_unacked_psns, kLossyWindow);
+  else if (qp.timeout_probe)
+    window = 1;  // qp.h: one packet after a local ACK timeout
   if (rc && psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1)) >= static_cast<int32_t>(window))
     return 0;
 
@@ -277,8 +280,11 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   if (rc) {
     // IBA 9.2 / 9.7: AckReq on the last packet of a message, and periodically
     // so that a responder that only answers AckReq keeps the window moving.
+    // qp.h: the probe after a local ACK timeout asks for its ACK.
+    const bool probe = qp.timeout_probe && !qp.lossy.tx;
     bth.ack_req = wqe_sent || ++qp.pkts_since_ackreq >= cfg_.ack_every ||
-                  cc_want_ack(*this, qp);  // congestion.h: feedback per packet
+                  cc_want_ack(*this, qp) ||  // congestion.h: feedback per packet
+                  probe;
     if (bth.ack_req) qp.pkts_since_ackreq = 0;
   }
   bth.pad = static_cast<uint8_t>((4 - (payload & 3)) & 3);
