@@ -142,22 +142,24 @@ bench-cc: build
 	-$(BUILD)/bin/sroce-sim run cc-fbhdp --json --quiet $(BENCH_CC_FABRIC) --set load=0.5 \
 		--set duration_us=2000 $(BENCH_CC_ARGS)
 
-# LTP (docs/cc/ltp.md): two stages. ltp-train trains the three policies on
-# the fluid model (weights/fluid/*.txt, 15 minutes each on 2 cores);
-# ltp-finetune fine-tunes each in the packet-level simulator and writes the
-# shipped files (weights/*.txt); the seeds and sizes are in their header lines.
+# LTP (docs/cc/ltp.md): ltp-train writes the three shipped weight files
+# (trained on the fluid model; 15 minutes each on 2 cores; the seeds and sizes
+# are the ones in their header lines). ltp-finetune fine-tunes each of them
+# in the packet-level simulator into $(BUILD)/ltp-finetune/ (an experiment:
+# those weights are not shipped, docs/cc/ltp.md "Fine-tuning in the packet simulator").
 # bench-ltp runs ltp-eval at full size and draws docs/results/ltp*.png.
 .PHONY: ltp-train ltp-finetune bench-ltp
 LTP_W := userspace/cc/ltp/weights
 LTP_TRAIN_ARGS ?= --seed 1 --gens 60 --pop 16 --envs 6 --val-envs 16
 ltp-train: build
 	for v in full noprobe nofilter; do \
-	  nice -n 10 $(BUILD)/bin/ltp-train --variant $$v $(LTP_TRAIN_ARGS) --out $(LTP_W)/fluid/$$v.txt || exit 1; done
-LTP_FINETUNE_ARGS ?= --seed 2 --gens 20 --pop 8 --packet-envs 6 --packet-val 12 --sigma 0.02 --lr 0.01 --threads 1
+	  nice -n 10 $(BUILD)/bin/ltp-train --variant $$v $(LTP_TRAIN_ARGS) --out $(LTP_W)/$$v.txt || exit 1; done
+LTP_FINETUNE_ARGS ?= --seed 2 --gens 25 --pop 8 --packet-envs 6 --packet-val 12 --sigma 0.02 --lr 0.02 --threads 1
 ltp-finetune: build
+	mkdir -p $(BUILD)/ltp-finetune
 	for v in full noprobe nofilter; do \
-	  nice -n 10 $(BUILD)/bin/ltp-train --variant $$v $(LTP_FINETUNE_ARGS) --init $(LTP_W)/fluid/$$v.txt \
-	    --out $(LTP_W)/$$v.txt || exit 1; done
+	  nice -n 10 $(BUILD)/bin/ltp-train --variant $$v $(LTP_FINETUNE_ARGS) --init $(LTP_W)/$$v.txt \
+	    --out $(BUILD)/ltp-finetune/$$v.txt || exit 1; done
 
 LTP_EVAL_ENVS ?= 100:1000:7:4096,25:500:15:2048,400:2000:15:8192,100:4000:31:4096,100:62500:3:32768
 bench-ltp: build

@@ -24,8 +24,8 @@ struct PacketEnv {
 };
 
 // C 10-400 Gb/s log-uniform, link delay 250 ns-8 us (base RTT 2-64 us; one
-// in six 8-40 us: 64-320 us), 2-32 flows, a transfer of 30-120 base RTTs at
-// the bottleneck (1-24 MiB in all), a third staggered by 1-8 base RTTs.
+// in eight 8-40 us: 64-320 us), 2-32 flows, a transfer of 150-400 base RTTs
+// at the bottleneck (2-48 MiB in all), a third staggered by 1-8 base RTTs.
 PacketEnv draw_packet_env(uint64_t seed);
 
 struct PacketResult {
