@@ -182,6 +182,7 @@ void Ltp::end_mi(Time now) {
   }
   if (missing) return;  // hold the rate
   ++stats_.decisions;
+  stats_.info_gain += core_.filter().info_gain();
   rate_ = next;
 }
 

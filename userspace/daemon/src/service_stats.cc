@@ -119,6 +119,13 @@ std::string Service::qps_json(uid_t viewer) const {
         j["cc_rate_bps"] = st->cc_rate_bps;
         j["cc_rate_min_bps"] = st->cc_rate_min_bps;
         if (st->cc_rate_bps != 0 && st->cc_window_bytes != UINT64_MAX) j["cc_window_bytes"] = st->cc_window_bytes;
+        if (st->cc_algorithm >= 0) j["cc_algorithm"] = cc::to_string(static_cast<cc::Algorithm>(st->cc_algorithm));
+        if (st->cc_algorithm == static_cast<int8_t>(cc::Algorithm::kLtp)) {
+          // LTP (docs/cc/ltp.md): the filter's estimate and who decided the MIs.
+          j["cc_est_bps"] = st->cc_est_bps;
+          j["ltp_decisions"] = st->ltp_decisions;
+          j["ltp_fallback_mis"] = st->ltp_fallback_mis;
+        }
         j["cc_window_stalls"] = st->cc_window_stalls;
         j["cc_paced"] = st->cc_paced;
         std::array<LaneStats, kMaxLanes> lanes;

@@ -53,7 +53,13 @@ void publish(Engine::Impl& e, Qp& qp, Time now) {
   qp.stats.cc_rate_bps = rate;
   if (rate != 0 && (qp.stats.cc_rate_min_bps == 0 || rate < qp.stats.cc_rate_min_bps)) qp.stats.cc_rate_min_bps = rate;
   qp.stats.cc_window_bytes = qp.cc.ctl->window_bytes();
-  if (const auto* l = qp.cc.ctl->get<cc::Ltp>()) qp.stats.cc_est_bps = l->estimate_bps();
+  qp.stats.cc_algorithm = static_cast<int8_t>(qp.cc.ctl->algorithm());
+  if (const auto* l = qp.cc.ctl->get<cc::Ltp>()) {
+    qp.stats.cc_est_bps = l->estimate_bps();
+    qp.stats.ltp_decisions = l->stats().decisions;
+    qp.stats.ltp_fallback_mis = l->stats().fallback_mis;
+    qp.stats.ltp_info_gain = l->stats().info_gain;
+  }
 }
 
 }  // namespace

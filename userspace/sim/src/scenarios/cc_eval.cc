@@ -186,6 +186,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   hc.engine.cc.config.delay.pace_at_target = opt.param_u64("delay_pace", 1) != 0;
   // LTP: which policy, and the delay rule (as configured above) as its fallback.
   hc.engine.cc.config.ltp.variant = c.ltp;
+  hc.engine.cc.config.ltp.net = c.ltp_net;
+  hc.engine.cc.config.ltp.filter.track_info_gain = c.ltp_info_gain;
   hc.engine.cc.config.ltp.fallback = hc.engine.cc.config.delay;
 
   SwitchConfig sw;
@@ -289,6 +291,8 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
                           static_cast<double>(mtu + 66) / static_cast<double>(std::max<size_t>(1, specs.size()));
   double est_err_sum = 0;
   uint64_t est_err_n = 0;
+  // ltp_info_gain: the newest (decisions, nats) of each flow's controller.
+  std::vector<std::pair<uint64_t, double>> gain(all.size(), {0, 0.0});
   const Link* bottleneck = nullptr;
   for (const auto& l : net.links())
     if (&l->to() == topo.hosts[0]) bottleneck = l.get();
@@ -316,6 +320,14 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
         if (!st || st->cc_est_bps == 0) continue;
         est_err_sum += std::fabs(std::log2(static_cast<double>(st->cc_est_bps) / fair_bps));
         ++est_err_n;
+      }
+    }
+    if (c.cc && c.alg == cc::Algorithm::kLtp && c.ltp_info_gain) {
+      for (size_t i = nwarm; i < all.size(); ++i) {
+        const auto q = runner.sender_qp(i);
+        if (!q) continue;
+        if (const auto st = q->first->qp_stats(q->second); st && st->ltp_decisions >= gain[i].first)
+          gain[i] = {st->ltp_decisions, st->ltp_info_gain};
       }
     }
     if (trace_ps > 0 && bottleneck != nullptr && t >= trace_at) {
@@ -458,6 +470,15 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
         settled.empty() ? 0.0 : percentile(settled, 0.99) * 8 / static_cast<double>(host_bps) * 1e6;
     res.json["jain"] = jain;
     res.json["converge_us"] = converge_us;
+    if (c.ltp_info_gain) {
+      uint64_t mis = 0;
+      double nats = 0;
+      for (const auto& [m, g] : gain) {
+        mis += m;
+        nats += g;
+      }
+      res.json["ltp_info_gain_per_mi"] = mis > 0 ? nats / static_cast<double>(mis) : 0.0;
+    }
     if (est_err_n > 0) res.json["est_err_log2"] = est_err_sum / static_cast<double>(est_err_n);
   }
   if (!runner.first_error().empty()) res.json["error"] = runner.first_error();

@@ -21,6 +21,8 @@ struct CcCase {
   bool odin_ratio = true;  // Odin part 2: NIC-level ratio
   bool odin_comp = true;   // Odin part 3: compensation step
   cc::LtpVariant ltp = cc::LtpVariant::kFull;  // LTP: full or an ablation (docs/cc/ltp.md)
+  const cc::LtpNet* ltp_net = nullptr;  // LTP: these weights instead of the shipped ones (ltp-train)
+  bool ltp_info_gain = false;           // LTP: track the filter's information gain (JSON ltp_info_gain_per_mi)
 };
 
 // What one case measured (also the JSON object of the summary).

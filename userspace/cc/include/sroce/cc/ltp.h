@@ -47,6 +47,7 @@ struct LtpStats {
   uint64_t fallback_mis = 0;          // MIs decided by the fallback
   uint64_t divergences = 0;
   uint64_t missing = 0;               // MIs without an RTT sample or delivery
+  double info_gain = 0;               // nats the filter's updates removed (filter.track_info_gain only)
 };
 
 class LtpCore {

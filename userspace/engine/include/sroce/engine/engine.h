@@ -284,6 +284,10 @@ struct QpStats {
   uint64_t cc_rate_min_bps = 0;    // requester: the lowest rate the controller has set (0 = none yet)
   uint64_t cc_window_bytes = 0;    // requester: current window (UINT64_MAX = none)
   uint64_t cc_est_bps = 0;         // requester, LTP: the filter's estimate of the rate available (0 = none)
+  int8_t cc_algorithm = -1;        // requester: the QP controller's cc::Algorithm (-1 = none)
+  uint64_t ltp_decisions = 0;      // requester, LTP: monitor intervals decided by the policy
+  uint64_t ltp_fallback_mis = 0;   // requester, LTP: ... by the delay-rule fallback
+  double ltp_info_gain = 0;        // requester, LTP: nats its filter's updates removed (when tracked)
   uint64_t cc_window_stalls = 0;   // times the window held the QP back
   uint64_t cc_paced = 0;           // times pacing held the QP back
   uint64_t int_shims_sent = 0;     // requester: requests sent with an INT shim (docs/wire.md "INT")
