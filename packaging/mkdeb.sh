@@ -73,7 +73,7 @@ printf 'Source: sroce\n\nPackage: sroce\nArchitecture: amd64\n' >"$out/deb/work/
 elfs=()
 while IFS= read -r f; do file -b "$f" | grep -q ELF && elfs+=("$f"); done \
   < <(find "$stage/usr" -type f \( -perm -u+x -o -name '*.so' \))
-(cd "$out/deb/work" && dpkg-shlibdeps -O -e"${elfs[@]}" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p' >"$out/deb/depends"
+(cd "$out/deb/work" && dpkg-shlibdeps -O "${elfs[@]/#/-e}" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p' >"$out/deb/depends"
 depends=$(cat "$out/deb/depends")
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 
