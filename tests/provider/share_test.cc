@@ -1,0 +1,212 @@
+// Shared MRs (userspace/provider/mr_share.cc, docs/performance.md "Shared memory"): what
+// share_mr_pages does to the program's memory and what it hands the daemon, against a
+// scripted daemon end of the control socket. Contents are compared byte for byte.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "provider.h"
+#include "sroce_abi.h"
+
+using namespace sroce::provider;
+
+namespace {
+
+const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+
+uint8_t pattern(size_t i, uint8_t seed) { return static_cast<uint8_t>(i * 31 + seed + (i >> 12)); }
+void fill(uint8_t* p, size_t n, uint8_t seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = pattern(i, seed);
+}
+bool holds(const uint8_t* p, size_t n, uint8_t seed) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != pattern(i, seed)) return false;
+  return true;
+}
+
+// The maps line of the mapping that contains `addr` ("" if none).
+std::string maps_line(const void* addr) {
+  std::ifstream f("/proc/self/maps");
+  std::string line;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  while (std::getline(f, line)) {
+    uintptr_t s = 0, e = 0;
+    if (sscanf(line.c_str(), "%lx-%lx", &s, &e) == 2 && s <= a && a < e) return line;
+  }
+  return "";
+}
+bool on_memfd(const void* addr) { return maps_line(addr).find("/memfd:sroce-mr") != std::string::npos; }
+
+// The daemon's end: answers every SHARE_MR it is sent with `status` and keeps the memfd.
+struct FakeDaemon {
+  int fd[2] = {-1, -1};
+  ContextState st;
+  Context ctx{};
+  uint64_t seq = 0;
+  FakeDaemon() {
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd) == 0);
+    st.control.adopt(fd[0]);
+    st.control.set_timeout_ms(2000);
+    ctx.st = &st;
+  }
+  ~FakeDaemon() { close(fd[1]); }
+  // Queues the reply to the next request (the channel numbers them 1, 2, ...).
+  void answer_next(int32_t status) {
+    sroce_msg_hdr h{SROCE_ABI_MAGIC, SROCE_OP_SHARE_MR, 0, ++seq, status, 0};
+    REQUIRE(send(fd[1], &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h));
+  }
+  // The request that came, with its fd; false if none is waiting.
+  bool take(sroce_share_mr& req, int& memfd) {
+    uint8_t buf[SROCE_MAX_MSG];
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    const ssize_t n = recvmsg(fd[1], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) return false;
+    sroce_msg_hdr h;
+    REQUIRE(static_cast<size_t>(n) == sizeof h + sizeof req);
+    memcpy(&h, buf, sizeof h);
+    CHECK(h.op == SROCE_OP_SHARE_MR);
+    memcpy(&req, buf + sizeof h, sizeof req);
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    REQUIRE(cm != nullptr);
+    REQUIRE(cm->cmsg_type == SCM_RIGHTS);
+    memcpy(&memfd, CMSG_DATA(cm), sizeof memfd);
+    return true;
+  }
+};
+
+uint8_t* anon(size_t len, int prot = PROT_READ | PROT_WRITE) {
+  void* p = mmap(nullptr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  return static_cast<uint8_t*>(p);
+}
+
+}  // namespace
+
+TEST_CASE("share: the whole pages of an anonymous buffer move onto a sealed memfd the daemon gets",
+          "[share]") {
+  FakeDaemon d;
+  const size_t total = 18 * kPage;
+  uint8_t* base = anon(total);
+  fill(base, total, 1);
+  uint8_t* buf = base + 100;  // partial pages at both ends
+  const size_t len = 16 * kPage;
+  d.answer_next(0);
+  share_mr_pages(&d.ctx, 7, buf, len);
+  sroce_share_mr req{};
+  int memfd = -1;
+  REQUIRE(d.take(req, memfd));
+  CHECK(req.lkey == 7);
+  CHECK(req.va == reinterpret_cast<uintptr_t>(base + kPage));
+  CHECK(req.len == 15 * kPage);  // [base + 100, base + 16 pages + 100): 15 whole pages
+  CHECK(req.offset == 0);
+  // What the daemon checks: sealed against shrinking, long enough.
+  const int seals = fcntl(memfd, F_GET_SEALS);
+  CHECK((seals & F_SEAL_SHRINK) != 0);
+  CHECK((seals & F_SEAL_SEAL) != 0);
+  CHECK(lseek(memfd, 0, SEEK_END) == static_cast<off_t>(req.len));
+  CHECK(ftruncate(memfd, 0) != 0);  // a hostile program cannot shrink it either
+  // The program's memory is unchanged byte for byte, its whole pages are the memfd's.
+  CHECK(holds(base, total, 1));
+  CHECK(on_memfd(base + kPage));
+  CHECK(on_memfd(base + 15 * kPage));
+  CHECK_FALSE(on_memfd(base));               // the partial head page stays private
+  CHECK_FALSE(on_memfd(base + 16 * kPage));  // and the tail
+  // The daemon's mapping and the program's are the same pages, both ways.
+  auto* dm = static_cast<uint8_t*>(mmap(nullptr, req.len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0));
+  REQUIRE(dm != MAP_FAILED);
+  CHECK(memcmp(dm, base + kPage, req.len) == 0);
+  dm[5] = 0xee;
+  CHECK(base[kPage + 5] == 0xee);
+  base[kPage + 6] = 0xdd;
+  CHECK(dm[6] == 0xdd);
+  fill(base, total, 2);
+
+  SECTION("fork: the child gets a private copy, the parent's pages stay shared with the daemon") {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      bool ok = holds(base, total, 2) && !on_memfd(base + kPage) && !on_memfd(base + 15 * kPage);
+      fill(base, total, 3);  // must not reach the parent nor the daemon
+      ok = ok && holds(base, total, 3);
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(holds(base, total, 2));
+    CHECK(memcmp(dm, base + kPage, req.len) == 0);
+    dm[0] = 0x11;  // the daemon writes after the fork: the parent sees it
+    CHECK(base[kPage] == 0x11);
+  }
+  SECTION("a second MR on the same pages is not shared again (the daemon reads it through the mem file)") {
+    share_mr_pages(&d.ctx, 8, buf, len);
+    sroce_share_mr r2{};
+    int fd2 = -1;
+    CHECK_FALSE(d.take(r2, fd2));
+    CHECK(holds(base, total, 2));
+    forget_mr_pages(&d.ctx, 8);
+  }
+  forget_mr_pages(&d.ctx, 7);
+  munmap(dm, req.len);
+  close(memfd);
+  munmap(base, total);
+}
+
+TEST_CASE("share: pages another live MR touches, and memory that is not anonymous, stay as they are",
+          "[share]") {
+  FakeDaemon d;
+  const size_t total = 8 * kPage;
+  uint8_t* base = anon(total);
+  fill(base, total, 4);
+  sroce_share_mr req{};
+  int memfd = -1;
+  // A small MR (no whole page) on page 2, which the daemon may be writing through the mem file.
+  share_mr_pages(&d.ctx, 20, base + 2 * kPage + 10, 100);
+  CHECK_FALSE(d.take(req, memfd));
+  share_mr_pages(&d.ctx, 21, base, total);  // covers page 2: not shared
+  CHECK_FALSE(d.take(req, memfd));
+  CHECK_FALSE(on_memfd(base));
+  forget_mr_pages(&d.ctx, 21);
+  forget_mr_pages(&d.ctx, 20);
+  d.answer_next(-EOPNOTSUPP);  // an older daemon: the pages move, the MR stays on the mem file
+  share_mr_pages(&d.ctx, 22, base, total);
+  REQUIRE(d.take(req, memfd));
+  close(memfd);
+  CHECK(req.len == total);
+  CHECK(holds(base, total, 4));
+  forget_mr_pages(&d.ctx, 22);
+  munmap(base, total);
+
+  // Read-only anonymous memory, a shared mapping, the stack: never moved.
+  uint8_t* ro = anon(4 * kPage, PROT_READ);
+  share_mr_pages(&d.ctx, 23, ro, 4 * kPage);
+  CHECK_FALSE(d.take(req, memfd));
+  forget_mr_pages(&d.ctx, 23);
+  munmap(ro, 4 * kPage);
+  auto* sh = static_cast<uint8_t*>(mmap(nullptr, 4 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(sh != MAP_FAILED);
+  share_mr_pages(&d.ctx, 24, sh, 4 * kPage);
+  CHECK_FALSE(d.take(req, memfd));
+  forget_mr_pages(&d.ctx, 24);
+  munmap(sh, 4 * kPage);
+  uint8_t stack[6 * 4096];
+  memset(stack, 0x5a, sizeof stack);
+  share_mr_pages(&d.ctx, 25, stack, sizeof stack);
+  CHECK_FALSE(d.take(req, memfd));
+  forget_mr_pages(&d.ctx, 25);
+  CHECK(stack[100] == 0x5a);
+}
