@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,6 +45,23 @@ namespace sroce::provider {
 namespace {
 
 constexpr char kMemfdName[] = "sroce-mr";
+
+// The remapping is invisible to the program (same bytes, same addresses), so the memory hooks
+// some libraries put on mmap/mremap/munmap must not see it. With the libc calls, UCX (whose UCM
+// hooks report an mremap as an unmap of the range to its registration cache) failed
+// `ucx_perftest -t tag_bw/tag_lat` with a UD wire-up timeout; with UCX_MEM_EVENTS=n, or with
+// these raw system calls, it passes (the path inside UCX was not traced further).
+void* sys_mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+}
+int sys_munmap(void* addr, size_t len) { return static_cast<int>(syscall(SYS_munmap, addr, len)); }
+void* sys_mremap(void* old, size_t old_len, size_t new_len, int flags, void* to) {
+  return reinterpret_cast<void*>(syscall(SYS_mremap, old, old_len, new_len, flags, to));
+}
+int sys_mprotect(void* addr, size_t len, int prot) { return static_cast<int>(syscall(SYS_mprotect, addr, len, prot)); }
+int sys_madvise(void* addr, size_t len, int advice) {
+  return static_cast<int>(syscall(SYS_madvise, addr, len, advice));
+}
 constexpr char kMapsTag[] = "/memfd:sroce-mr";
 
 struct Vma {
@@ -136,11 +154,11 @@ void fork_child() {
   for (size_t i = 0; i < n; ++i) {
     const size_t len = ranges[i].end - ranges[i].start;
     void* at = reinterpret_cast<void*>(ranges[i].start);
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = sys_mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) continue;  // the child goes on sharing these pages with its parent
     memcpy(p, at, len);
-    if (ranges[i].prot != (PROT_READ | PROT_WRITE)) mprotect(p, len, ranges[i].prot);
-    if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) munmap(p, len);
+    if (ranges[i].prot != (PROT_READ | PROT_WRITE)) sys_mprotect(p, len, ranges[i].prot);
+    if (sys_mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) sys_munmap(p, len);
   }
 }
 
@@ -171,16 +189,16 @@ int move_to_memfd(uintptr_t start, size_t len) {
     close(fd);
     return -1;
   }
-  void* tmp = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* tmp = sys_mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (tmp == MAP_FAILED) {
     close(fd);
     return -1;
   }
   memcpy(tmp, reinterpret_cast<const void*>(start), len);
-  if (ibv_is_fork_initialized() == IBV_FORK_ENABLED) (void)madvise(tmp, len, MADV_DONTFORK);
+  if (ibv_is_fork_initialized() == IBV_FORK_ENABLED) (void)sys_madvise(tmp, len, MADV_DONTFORK);
   // One step: the old pages go and the memfd's take their place (mmap_lock held throughout).
-  if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(start)) == MAP_FAILED) {
-    munmap(tmp, len);
+  if (sys_mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(start)) == MAP_FAILED) {
+    sys_munmap(tmp, len);
     close(fd);
     return -1;
   }
