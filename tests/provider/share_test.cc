@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "provider.h"
 #include "sroce_abi.h"
@@ -209,4 +211,40 @@ TEST_CASE("share: pages another live MR touches, and memory that is not anonymou
   CHECK_FALSE(d.take(req, memfd));
   forget_mr_pages(&d.ctx, 25);
   CHECK(stack[100] == 0x5a);
+}
+
+TEST_CASE("share: a fork while another thread registers memory leaves the child able to register",
+          "[share]") {
+  FakeDaemon d;
+  const size_t total = 4 * kPage;
+  uint8_t* base = anon(total);
+  fill(base, total, 6);
+  // Thread T registers and waits for the daemon's answer, which comes 300 ms later; meanwhile
+  // the main thread forks. The child must not inherit the provider's table locked.
+  std::thread answer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    d.answer_next(0);
+  });
+  std::thread t([&] { share_mr_pages(&d.ctx, 30, base, total); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(5);  // a deadlock ends in SIGALRM
+    forget_mr_pages(&d.ctx, 12345);  // takes the table's lock
+    _exit(holds(base, total, 6) ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  t.join();
+  answer.join();
+  sroce_share_mr req{};
+  int memfd = -1;
+  REQUIRE(d.take(req, memfd));
+  close(memfd);
+  CHECK(holds(base, total, 6));
+  forget_mr_pages(&d.ctx, 30);
+  munmap(base, total);
 }

@@ -171,6 +171,15 @@ struct LiveMr {
 std::mutex live_mutex;
 std::vector<LiveMr> live;
 
+// fork() with the table locked by another thread would leave the child's copy locked for ever
+// (a new context of the child registering memory would hang): the table is held across fork.
+void fork_prepare() { live_mutex.lock(); }
+void fork_parent() { live_mutex.unlock(); }
+void fork_child_unlock() {
+  fork_child();
+  live_mutex.unlock();
+}
+
 bool sharing_enabled() {
   static const bool on = [] {
     const char* e = getenv("SROCE_SHARE_MR");
@@ -231,7 +240,7 @@ void share_mr_pages(Context* ctx, uint32_t lkey, const void* addr, size_t length
   int fd = share ? move_to_memfd(start, end - start) : -1;
   if (fd >= 0) {
     static std::once_flag atfork;
-    std::call_once(atfork, [] { pthread_atfork(nullptr, nullptr, fork_child); });
+    std::call_once(atfork, [] { pthread_atfork(fork_prepare, fork_parent, fork_child_unlock); });
     sroce_share_mr req{};
     req.lkey = lkey;
     req.va = start;
