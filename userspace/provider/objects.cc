@@ -208,7 +208,14 @@ int verb_rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t lengt
   mr.handle = resp.lkey;
   mr.lkey = resp.lkey;
   mr.rkey = resp.rkey;
-  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) rereg_mr_pages(to_ctx(mr.context), mr.handle, addr, length);
+  // sroced drops its shared mapping when the range or the rights change (service_objects.cc);
+  // mr.addr and mr.length are still the old ones here (libibverbs sets them after).
+  const bool moved = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr != mr.addr || length != mr.length);
+  const bool rights = requested != (vmr->access & ~IBV_ACCESS_OPTIONAL_RANGE);
+  if (moved || rights)
+    rereg_mr_pages(to_ctx(mr.context), mr.handle, moved ? addr : mr.addr, moved ? length : mr.length, true);
+  else if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+    rereg_mr_pages(to_ctx(mr.context), mr.handle, addr, length, false);
   if (flags & IBV_REREG_MR_CHANGE_ACCESS) vmr->access = access;
   return 0;
 }
