@@ -6,10 +6,10 @@
 // that may fail at every step without changing what the program sees.
 //
 // What is shared: the whole pages inside [addr, addr + length) (the partial pages at the ends
-// stay private, so data of neighbouring objects is never touched), only if they lie in one
-// VMA that is anonymous, private, readable and writable (no path, or [heap]): file mappings,
-// shared mappings, stacks, hugetlb, read-only memory and memory already shared stay on the
-// mem file. The hazards, and what is done about each:
+// stay private, so data of neighbouring objects is never touched), only if they lie in
+// adjacent VMAs that are anonymous, private, readable and writable (no path, or [heap]): file
+// mappings, shared mappings, stacks, hugetlb, read-only memory and memory shared at that moment
+// stay on the mem file. The hazards, and what is done about each:
 // - fork(): a MAP_SHARED page would be shared with the child, where the program expects a
 //   private copy (a pinned page is copied for the child: the kernel's copy-on-fork of pinned
 //   pages, and ibv_fork_init's MADV_DONTFORK keeps it from the child). A pthread_atfork child
@@ -18,9 +18,9 @@
 //   old one. A child made by a raw clone() without CLONE_VM runs no handler and shares them.
 // - another MR on the same pages: a live MR that was not shared may have daemon writes in
 //   flight to the old pages, which the copy would lose, so pages that such an MR covers are not
-//   shared (the table below); pages already shared are a memfd mapping and are not shared
-//   again (the new MR uses the mem file, and the daemon's mapping of the first MR while it
-//   lives).
+//   shared (the table below); pages shared at the moment are a memfd mapping and are not
+//   shared again (the new MR uses the mem file, and the daemon's mapping of the first MR while
+//   it lives).
 // - the program writing the pages from another thread during ibv_reg_mr: a write between the
 //   copy and the remap is lost. A program that registers memory another thread is writing at
 //   that moment sees this; SROCE_SHARE_MR=0 turns sharing off.
