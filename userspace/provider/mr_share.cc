@@ -21,9 +21,10 @@
 //   shared (the table below); pages shared at the moment are a memfd mapping and are not
 //   shared again (the new MR uses the mem file, and the daemon's mapping of the first MR while
 //   it lives).
-// - the program writing the pages from another thread during ibv_reg_mr: a write between the
-//   copy and the remap is lost. A program that registers memory another thread is writing at
-//   that moment sees this; SROCE_SHARE_MR=0 turns sharing off.
+// - the program writing the pages from another thread during ibv_reg_mr (or the dereg that
+//   restores them): a write between the copy and the remap is lost. A program that registers
+//   memory another thread is writing at that moment sees this; SROCE_SHARE_MR=0 turns sharing
+//   off.
 // - dereg: once no live MR touches the moved pages any more (the last dereg, or a rereg that
 //   made the daemon drop its mapping), they go back to private anonymous memory with their
 //   contents (restore_unused): a file mapping differs from anonymous memory after the MR is
