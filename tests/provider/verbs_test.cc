@@ -5,10 +5,16 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "verbs_util.h"
 
@@ -603,4 +609,51 @@ TEST_CASE("a parent domain stands for its protection domain", "[pd]") {
   ibv_pd* again = ibv_alloc_parent_domain(p.ctx, &attr);
   REQUIRE(again != nullptr);
   CHECK(ibv_dealloc_pd(again) == 0);
+}
+
+// Shared MRs through libibverbs and a live sroced (docs/performance.md, "Shared memory"): an
+// RDMA WRITE lands in pages the provider moved onto a memfd; after ibv_dereg_mr they are private
+// anonymous memory again with those bytes, and MADV_DONTNEED zeroes them.
+TEST_CASE("a shared MR's pages go back to private memory at dereg, with their bytes", "[mr][share]") {
+  const char* env = getenv("SROCE_SHARE_MR");
+  const bool sharing = !(env && strcmp(env, "0") == 0);
+  Pair p;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t len = 16 * page;
+  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  auto* dst = static_cast<uint8_t*>(m);
+  memset(dst, 0x33, len);
+  ibv_mr* mr = ibv_reg_mr(p.pd, dst, len, kAllAccess);
+  REQUIRE(mr != nullptr);
+  auto on_memfd = [](const void* addr) {
+    std::ifstream f("/proc/self/maps");
+    std::string line;
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    while (std::getline(f, line)) {
+      uintptr_t s = 0, e = 0;
+      if (sscanf(line.c_str(), "%lx-%lx", &s, &e) == 2 && s <= a && a < e)
+        return line.find("/memfd:sroce-mr") != std::string::npos;
+    }
+    return false;
+  };
+  CHECK(on_memfd(dst) == sharing);
+  Buffer src(p.pd, 3 * page, kAllAccess);
+  for (size_t i = 0; i < src.bytes.size(); ++i) src.bytes[i] = static_cast<uint8_t>(i * 13 + 5);
+  REQUIRE(post_send(p.a, IBV_WR_RDMA_WRITE, src, static_cast<uint32_t>(3 * page), 31,
+                    reinterpret_cast<uintptr_t>(dst) + 2 * page + 100, mr->rkey) == 0);
+  auto wc = poll_n(p.cq_a, 1);
+  REQUIRE(wc.size() == 1);
+  REQUIRE(wc[0].status == IBV_WC_SUCCESS);
+  std::vector<uint8_t> expect(len, 0x33);
+  memcpy(expect.data() + 2 * page + 100, src.bytes.data(), 3 * page);
+  CHECK(memcmp(dst, expect.data(), len) == 0);
+  REQUIRE(ibv_dereg_mr(mr) == 0);
+  for (size_t off = 0; off < len; off += page) CHECK_FALSE(on_memfd(dst + off));
+  CHECK(memcmp(dst, expect.data(), len) == 0);
+  REQUIRE(madvise(dst, len, MADV_DONTNEED) == 0);
+  bool zero = true;
+  for (size_t i = 0; i < len; ++i) zero = zero && dst[i] == 0;
+  CHECK(zero);
+  munmap(m, len);
 }

@@ -171,9 +171,10 @@ std::string render_status(const nlohmann::json& j) {
       u(v, "ctl_requests"), u(v, "ctl_errors"), u(v, "ctl_garbage"), u(v, "ctl_refused"), u(v, "ring_wqes"),
       u(v, "cqes"), u(v, "comp_events"), u(v, "async_events"), u(v, "event_drops"));
   const auto& m = j["memory"];
-  out += fmt::format("  memory: read {} in {} calls, wrote {} in {} calls, refused {}, failed {}\n",
+  out += fmt::format("  memory: read {} in {} calls, wrote {} in {} calls ({} through {} shared MRs), refused {}, failed {}\n",
                      human_bytes(u(m, "bytes_read")), u(m, "reads"), human_bytes(u(m, "bytes_written")),
-                     u(m, "writes"), u(m, "refused"), u(m, "failed"));
+                     u(m, "writes"), human_bytes(u(m, "shared_bytes")), u(v, "mrs_shared"), u(m, "refused"),
+                     u(m, "failed"));
   if (!j["contexts"].empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& c : j["contexts"])

@@ -82,6 +82,7 @@ enum sroce_op {
 	SROCE_OP_RESIZE_CQ,        /* sroce_resize_cq -> sroce_create_cq_resp; fds: the new ring's memfd */
 	SROCE_OP_ALLOC_MW,         /* sroce_alloc_mw -> sroce_alloc_mw_resp (ibv_alloc_mw) */
 	SROCE_OP_DEALLOC_MW,       /* sroce_handle_req (ibv_dealloc_mw) */
+	SROCE_OP_SHARE_MR,         /* sroce_share_mr; fds: the memfd backing part of the MR (socket path) */
 	SROCE_OP_COUNT,
 };
 
@@ -202,6 +203,23 @@ struct sroce_reg_mr {
 struct sroce_reg_mr_resp {
 	sroce_u32 lkey;
 	sroce_u32 rkey;
+};
+
+/* SROCE_OP_SHARE_MR (socket path only; docs/performance.md, "Shared memory"): the whole
+ * pages [va, va + len) of the registered MR `lkey` are, in the caller's address space, a
+ * MAP_SHARED mapping of the memfd passed with the request (exactly one fd), at file offset
+ * `offset`. The daemon maps it and reads and writes those pages with memcpy instead of through
+ * the mem file. It refuses (EINVAL) a range that is not page-aligned or not inside the MR, an
+ * MR already shared, and (EBADF) a descriptor that is not a tmpfs memfd open for reading and
+ * writing, sealed with F_SEAL_SHRINK, at least offset + len bytes long: the caller can then
+ * never make a daemon access fault. Failure changes nothing; the MR keeps working through the
+ * mem file. */
+struct sroce_share_mr {
+	sroce_u32 lkey;
+	sroce_u32 reserved;
+	sroce_u64 va;
+	sroce_u64 len;
+	sroce_u64 offset;
 };
 
 /* SROCE_OP_ALLOC_MW: a memory window (IBA 10.6.7) of `type` (enum ibv_mw_type: 1 or 2) in
@@ -657,6 +675,7 @@ struct sroce_kmw_resp {     /* ALLOC_MW: the handle BIND_MW work requests name *
 SROCE_ABI_ASSERT(sizeof(struct sroce_msg_hdr) == 24, "sroce_msg_hdr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_hello) == 8, "sroce_hello layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_hello_mem) == 16, "sroce_hello_mem layout");
+SROCE_ABI_ASSERT(sizeof(struct sroce_share_mr) == 32, "sroce_share_mr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_device_attr) == 120, "sroce_device_attr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_port_attr) == 32, "sroce_port_attr layout");
 SROCE_ABI_ASSERT(sizeof(struct sroce_create_qp) == 56, "sroce_create_qp layout");

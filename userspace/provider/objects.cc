@@ -163,6 +163,7 @@ ibv_mr* verb_reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, in
   mr->vmr.ibv_mr.rkey = resp.rkey;
   mr->vmr.mr_type = kVerbsMrTypeMr;
   mr->vmr.access = access;
+  share_mr_pages(to_ctx(ibpd->context), resp.lkey, addr, length);
   return &mr->vmr.ibv_mr;
 }
 
@@ -171,7 +172,10 @@ int verb_dereg_mr(verbs_mr* vmr) {
   int err = to_ctx(vmr->ibv_mr.context)
                 ->st->control.call(SROCE_OP_DEREG_MR, &req, sizeof(req), nullptr, 0);
   err = destroy_status(err);
-  if (err == 0) delete reinterpret_cast<Mr*>(vmr);
+  if (err == 0) {
+    forget_mr_pages(to_ctx(vmr->ibv_mr.context), vmr->ibv_mr.handle);
+    delete reinterpret_cast<Mr*>(vmr);
+  }
   return err;
 }
 
@@ -204,6 +208,14 @@ int verb_rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t lengt
   mr.handle = resp.lkey;
   mr.lkey = resp.lkey;
   mr.rkey = resp.rkey;
+  // sroced drops its shared mapping when the range or the rights change (service_objects.cc);
+  // mr.addr and mr.length are still the old ones here (libibverbs sets them after).
+  const bool moved = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr != mr.addr || length != mr.length);
+  const bool rights = requested != (vmr->access & ~IBV_ACCESS_OPTIONAL_RANGE);
+  if (moved || rights)
+    rereg_mr_pages(to_ctx(mr.context), mr.handle, moved ? addr : mr.addr, moved ? length : mr.length, true);
+  else if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+    rereg_mr_pages(to_ctx(mr.context), mr.handle, addr, length, false);
   if (flags & IBV_REREG_MR_CHANGE_ACCESS) vmr->access = access;
   return 0;
 }

@@ -264,6 +264,12 @@ void verb_async_event(ibv_context*, ibv_async_event*);
 ibv_pd* verb_alloc_pd(ibv_context*);
 int verb_dealloc_pd(ibv_pd*);
 ibv_mr* verb_reg_mr(ibv_pd*, void*, size_t, uint64_t, int);
+// Shared MRs (mr_share.cc): after REG_MR, after DEREG_MR (the pages go back to private memory
+// once no live MR touches them), after a REREG_MR with a new translation or new rights
+// (`dropped`: the daemon dropped its mapping, i.e. the range or the rights changed).
+void share_mr_pages(Context* ctx, uint32_t lkey, const void* addr, size_t length);
+void forget_mr_pages(const Context* ctx, uint32_t lkey);
+void rereg_mr_pages(Context* ctx, uint32_t lkey, const void* addr, size_t length, bool dropped);
 int verb_dereg_mr(verbs_mr*);
 int verb_rereg_mr(verbs_mr*, int, ibv_pd*, void*, size_t, int);
 ibv_ah* verb_create_ah(ibv_pd*, ibv_ah_attr*);

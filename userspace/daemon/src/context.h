@@ -27,6 +27,7 @@ struct MrObj {
   uint64_t addr = 0, length = 0;
   uint32_t access = 0;
   SharedMemory kmap;  // kernel path: the pinned pages, mapped from the channel
+  SharedMemory share;  // socket path: the memfd of SROCE_OP_SHARE_MR, mapped (its pages only)
 };
 
 struct ChannelObj {

@@ -40,6 +40,24 @@ void ProcessMemory::add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, st
   add_range(tag, va, len);
 }
 
+void ProcessMemory::add_shared_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable) {
+  if (tag >= owners_.size() || !owners_[tag].used || owners_[tag].mapped) return;
+  owners_[tag].maps.push_back(MappedRange{va, len, at, writable});
+}
+
+void ProcessMemory::remove_shared_range(uint16_t tag, const std::byte* at) {
+  flush_writes();
+  forget_windows();
+  if (tag >= owners_.size() || owners_[tag].mapped) return;
+  auto& maps = owners_[tag].maps;
+  for (auto it = maps.begin(); it != maps.end(); ++it) {
+    if (it->at == at) {
+      maps.erase(it);
+      return;
+    }
+  }
+}
+
 std::byte* ProcessMemory::mapped_at(const Owner& o, uint64_t va, size_t len, bool write) {
   for (const auto& m : o.maps)
     if ((!write || m.writable) && va >= m.va && va - m.va <= m.len && len <= m.len - (va - m.va)) return m.at + (va - m.va);
@@ -75,7 +93,7 @@ void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
       break;
     }
   }
-  for (auto it = o.maps.begin(); it != o.maps.end(); ++it) {
+  for (auto it = o.maps.begin(); o.mapped && it != o.maps.end(); ++it) {  // shared MRs: remove_shared_range
     if (it->va == va && it->len == len) {
       o.maps.erase(it);
       break;
@@ -211,6 +229,9 @@ bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
       return false;
     }
     memcpy(out.data(), at, out.size());
+  } else if (const std::byte* sh = o->maps.empty() ? nullptr : mapped_at(*o, va, out.size(), false)) {
+    memcpy(out.data(), sh, out.size());
+    stats_.shared_bytes += out.size();
   } else if (!(batching_ && read_windowed(tag, va, out))) {
     if (o->dead) return false;  // the window fill found the mm gone
     if (!account(tag, pread(o->fd, out.data(), out.size(), static_cast<off_t>(va)), out.size())) return false;
@@ -236,6 +257,13 @@ bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
       return false;
     }
     memcpy(at, in.data(), in.size());
+  } else if (std::byte* sh = o->maps.empty() ? nullptr : mapped_at(*o, va, in.size(), true)) {
+    // After every staged write of this context (a later pwrite must not overwrite it), and
+    // no window may keep the old bytes.
+    if (stage_iovs_ != 0 && stage_tag_ == tag) flush_writes();
+    drop_windows(tag, va, in.size());
+    memcpy(sh, in.data(), in.size());
+    stats_.shared_bytes += in.size();
   } else {
     drop_windows(tag, va, in.size());
     if (!(batching_ && stage_write(tag, va, in)) &&

@@ -25,6 +25,16 @@
 // control channel, so their ranges are read and written with memcpy through
 // that mapping, never through a mem file.
 //
+// Shared MRs of the socket path (docs/performance.md, "Shared memory"): at
+// ibv_reg_mr the provider may back the whole pages of an anonymous private
+// buffer with a sealed memfd mapped at the same address (the same pages the
+// process sees from then on) and hand the memfd over (SROCE_OP_SHARE_MR); the
+// service maps it and records it with add_shared_range(). An access that lies
+// entirely inside such a mapping is a memcpy, anything else (the partial
+// pages at an MR's ends, MRs that could not be shared) goes through the mem
+// file as before. The bounds checks are the same for both: the registered
+// ranges decide what may be reached, the mapping only how.
+//
 // Inline send data (IBV_SEND_INLINE) lives in the daemon, copied out of the
 // send ring: tag kLocalTag denotes daemon memory, only inside windows the
 // daemon itself opened with allow_local().
@@ -92,6 +102,10 @@ class ProcessMemory final : public MemoryAccess {
   // a range mapped read-only (`writable` false) refuses writes instead of
   // faulting.
   void add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable);
+  // Socket path: [va, va + len) of the context also lives at `at` (a shared MR's memfd,
+  // mapped by the service, which unmaps it after remove_shared_range()).
+  void add_shared_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable);
+  void remove_shared_range(uint16_t tag, const std::byte* at);
   void detach(uint16_t tag);  // forgets the mem file and every range of the tag
   void add_range(uint16_t tag, uint64_t va, uint64_t len);
   void remove_range(uint16_t tag, uint64_t va, uint64_t len);
@@ -134,6 +148,7 @@ class ProcessMemory final : public MemoryAccess {
     uint64_t window_fills = 0;  // read-ahead preads
     uint64_t window_hits = 0;   // reads served from a window
     uint64_t write_flushes = 0;  // staged runs written
+    uint64_t shared_bytes = 0;   // bytes read or written by memcpy through a shared MR's mapping
   };
   const Stats& stats() const { return stats_; }
 
@@ -154,7 +169,7 @@ class ProcessMemory final : public MemoryAccess {
     int fd = -1;          // /proc/<pid>/mem of the process (socket path)
     std::vector<Range> ranges;  // sorted by va; may overlap
     uint64_t max_len = 0;
-    std::vector<MappedRange> maps;  // a mapped context's windows
+    std::vector<MappedRange> maps;  // a mapped context's windows, a socket context's shared MRs
   };
   // Where [va, va + len) of a mapped owner lives in the daemon, or nullptr.
   static std::byte* mapped_at(const Owner& o, uint64_t va, size_t len, bool write);

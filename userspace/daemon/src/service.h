@@ -46,6 +46,7 @@ struct ServiceStats {
   uint64_t gsi_sent = 0;        // kernel path: QP1 MADs queued for the datapath (gsi.h)
   uint64_t gsi_received = 0;    // kernel path: QP1 datagrams handed to the module
   uint64_t gsi_rx_dropped = 0;  // kernel path: QP1 datagrams refused (gsi_decode, channel)
+  uint64_t mrs_shared = 0;      // SROCE_OP_SHARE_MR accepted: MRs reached by memcpy
   uint64_t contexts_gone = 0;   // closed because their address space went away (exec, exit)
 };
 
@@ -171,6 +172,8 @@ class Service {
   int op_dealloc_pd(Context& c, std::span<const std::byte> body);
   int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_dereg_mr(Context& c, std::span<const std::byte> body);
+  int op_share_mr(Context& c, std::span<const std::byte> body, Reply& r);  // service_memory.cc
+  void unshare_mr(Context& c, MrObj& m);
   int probe_range(Context& c, uint64_t addr, uint64_t length);  // REG_MR/REREG_MR's EFAULT check
   int op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_alloc_mw(Context& c, std::span<const std::byte> body, Reply& r);

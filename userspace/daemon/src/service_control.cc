@@ -174,7 +174,7 @@ void Service::handle_message(Context& c, Time now) {
     close_context(c.id, "closed");
     return;
   }
-  // Only HELLO takes a descriptor (the process's mem file); whatever else came is closed
+  // Only HELLO and SHARE_MR take a descriptor (the process's mem file, a memfd); whatever else came is closed
   // after the request (Reply::in_fds).
   Reply r;
   for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
@@ -284,6 +284,7 @@ int Service::dispatch(Context& c, uint16_t op, std::span<const std::byte> body, 
     case SROCE_OP_REG_MR: return op_reg_mr(c, body, r);
     case SROCE_OP_DEREG_MR: return op_dereg_mr(c, body);
     case SROCE_OP_REREG_MR: return op_rereg_mr(c, body, r);
+    case SROCE_OP_SHARE_MR: return op_share_mr(c, body, r);
     case SROCE_OP_ALLOC_MW: return op_alloc_mw(c, body, r);
     case SROCE_OP_DEALLOC_MW: return op_dealloc_mw(c, body);
     case SROCE_OP_CREATE_CQ: return op_create_cq(c, body, r);

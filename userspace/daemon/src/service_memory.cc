@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -90,6 +91,62 @@ int Service::hello_mem_fd(Context& c, int fd, const sroce_hello_mem& hm) {
     return -EBADF;
   }
   return 0;
+}
+
+// SROCE_OP_SHARE_MR (sroce_abi.h; docs/performance.md, "Shared memory"; docs/security.md,
+// "Memory"). What a hostile client could do with it and why it is harmless:
+// - a descriptor of something else: only a tmpfs file with seals can pass (fstatfs, F_GET_SEALS),
+//   which a client has only if it made it or was given it (its own data);
+// - a memfd shorter than claimed, or one it truncates afterwards (SIGBUS in the daemon): the size
+//   is checked after F_SEAL_SHRINK is seen, and with that seal the file can never shrink again
+//   (F_SEAL_SHRINK cannot be removed, and a sealed-off seal set stays as it is);
+// - holes punched into it afterwards: the daemon's access allocates a zero page, as for any
+//   page the process never touched; bounded by the MR's length, which limits.mr_bytes_per_uid
+//   bounds;
+// - a memfd with contents other than its memory at va: the daemon then reads and writes that
+//   file instead of the process's pages, i.e. the client's own data only (what a peer may reach
+//   stays what the MR's keys and bounds allow);
+// - F_SEAL_WRITE / F_SEAL_FUTURE_WRITE afterwards: refused by the kernel while the daemon's
+//   writable mapping exists (EBUSY), or without effect on existing mappings.
+int Service::op_share_mr(Context& c, std::span<const std::byte> body, Reply& r) {
+  sroce_share_mr req;
+  if (c.kernel) return -EOPNOTSUPP;  // the kernel path maps pinned pages already
+  if (body.size() < sizeof req || r.in_nfds != 1) return -EINVAL;
+  memcpy(&req, body.data(), sizeof req);
+  auto it = c.mrs.find(req.lkey);
+  if (it == c.mrs.end()) return -EINVAL;
+  MrObj& m = it->second;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (req.len == 0 || req.va % page || req.len % page || req.offset % page || req.va < m.addr ||
+      req.va + req.len < req.va || req.va + req.len > m.addr + m.length || req.offset + req.len < req.offset ||
+      req.offset > static_cast<uint64_t>(INT64_MAX) - req.len || m.share.base() != nullptr)
+    return -EINVAL;
+  const int fd = r.in_fds[0];
+  struct statfs sfs {};
+  struct stat st {};
+  const int seals = fcntl(fd, F_GET_SEALS);
+  const int fl = fcntl(fd, F_GETFL);
+  if (fstatfs(fd, &sfs) != 0 || sfs.f_type != TMPFS_MAGIC || seals < 0 || !(seals & F_SEAL_SHRINK) || fl < 0 ||
+      (fl & O_ACCMODE) != O_RDWR || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < req.offset + req.len) {
+    spdlog::warn("context {}: pid {}: SHARE_MR of lkey {:#x}: not a shrink-sealed tmpfs memfd of {} bytes: refused",
+                 c.id, c.pid, req.lkey, req.offset + req.len);
+    return -EBADF;
+  }
+  // Writable only if the MR may be written at all (remote write and atomics need local write).
+  const bool writable = (m.access & IBV_ACCESS_LOCAL_WRITE) != 0;
+  SharedMemory map;
+  if (int rc = map.map(fd, req.offset, req.len, PROT_READ | (writable ? PROT_WRITE : 0)); rc != 0) return rc;
+  m.share = std::move(map);
+  mem_.add_shared_range(c.tag, req.va, req.len, m.share.base(), writable);
+  ++stats_.mrs_shared;
+  return 0;
+}
+
+void Service::unshare_mr(Context& c, MrObj& m) {
+  if (!m.share.base()) return;
+  mem_.remove_shared_range(c.tag, m.share.base());
+  m.share.reset();
 }
 
 void Service::close_gone_context(uint32_t id) {

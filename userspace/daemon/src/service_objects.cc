@@ -154,6 +154,7 @@ int Service::op_dereg_mr(Context& c, std::span<const std::byte> body) {
   if (it == c.mrs.end()) return -EINVAL;
   auto rc = engine_.dereg_mr(req.handle);
   if (!rc) return fail(c, "dereg_mr", rc.error());
+  unshare_mr(c, it->second);
   mem_.remove_range(c.tag, it->second.addr, it->second.length);
   c.mrs.erase(it);
   return 0;
@@ -236,6 +237,9 @@ int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   auto rc = engine_.rereg_mr_host(req.lkey, req.flags & kChanges, engine_pd, ProcessMemory::tagged(c.tag, addr),
                                   length, access, iova);
   if (!rc) return fail(c, "rereg_mr", rc.error());
+  // A new range or new rights: the shared mapping (if any) was made for the old ones; the MR
+  // goes on through the mem file.
+  if (addr != m.addr || length != m.length || access != m.access) unshare_mr(c, m);
   if (addr != m.addr || length != m.length) {
     mem_.add_range(c.tag, addr, length);  // before the old one goes: ranges may overlap
     mem_.remove_range(c.tag, m.addr, m.length);
