@@ -139,7 +139,9 @@ void Link::corrupt(Packet& p, uint32_t bit) {
   // (Annex A17.3.3): every flip we make must be one the receiver can detect.
   uint32_t byte = bit / 8;
   if (byte >= 4) ++byte;
-  p.data[byte] ^= std::byte{static_cast<uint8_t>(1u << (bit % 8))};
+  // A bit of a payload the run does not carry (packet.h) flips nothing
+  // anyone reads: the receiving engine neither keeps nor checks it.
+  if (std::byte* b = p.byte_at(byte)) *b ^= std::byte{static_cast<uint8_t>(1u << (bit % 8))};
   p.corrupted = true;
 }
 
