@@ -163,7 +163,7 @@ void Host::transmit(Time now) {
 }
 
 void Host::drain_completions(Time now) {
-  std::array<Wc, 16> wcs;
+  auto& wcs = wcs_;
   for (size_t i = 0; i < cqs_.size(); ++i) {
     const Handle cq = cqs_[i];
     for (;;) {

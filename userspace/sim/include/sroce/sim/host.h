@@ -13,6 +13,7 @@
 // not the host's own queue, decides what waits, as with a real NIC.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -112,6 +113,9 @@ class Host final : public Node, private EventSink {
   std::unique_ptr<Engine> engine_;
   HostStats stats_;
   std::vector<Handle> cqs_;
+  // poll_cq's buffer: built once (a Wc has member initializers, so a local
+  // array was 16 of them zeroed at every drain, after every engine call).
+  std::array<Wc, 16> wcs_;
   CompletionFn on_wc_;
   AsyncFn on_async_;
   RxFn on_rx_;
