@@ -10,7 +10,8 @@ leaf (16 below 256 hosts, as docs/results/workload.md), WebSearch at 50 % load
 for `duration_us` of arrivals (10 ms by default), seed 1; from its summary
 `events_per_s`, `run_wall_s`, `setup_wall_s`, `max_rss_mb` (the process's peak
 resident set, from getrusage), `bytes_per_qp` (engine bytes per open QP end at
-the end), `engine_bytes_peak`, `qps_open_peak`, and the run's own `ok`.
+the end), `engine_bytes_peak`, `packet_pool_bytes` (the packet slots and bodies
+the run held), `qps_open_peak`, and the run's own `ok`.
 Then, on `step_hosts` hosts (1024 by default), one MoE all-to-all step (4 MiB
 per source split over the others, as cc-alltoall, `--skew` 0 by default; at most
 `max_open_qps` open QPs per host, the rest of a host's flows wait for one:
@@ -69,7 +70,7 @@ def run_workload(sim: str, args: list[str], timeout: float) -> dict:
 
 KEYS = ["ok", "flows", "completed", "events", "events_per_s", "run_wall_s", "setup_wall_s",
         "cpu_s", "events_per_cpu_s",
-        "max_rss_mb", "bytes_per_qp", "engine_bytes_peak", "qps", "qps_open_peak",
+        "max_rss_mb", "bytes_per_qp", "engine_bytes_peak", "packet_pool_bytes", "qps", "qps_open_peak",
         "flows_waited", "p99_slowdown", "last_end_us", "fct_digest", "error"]
 
 

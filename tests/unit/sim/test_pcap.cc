@@ -158,13 +158,14 @@ TEST_CASE("the same seed gives byte-identical captures, another seed does not", 
 
 TEST_CASE("build_frame produces what the ICRC of the engine's payload was computed over",
           "[sim][pcap]") {
-  Packet p;
+  PacketPool pool;
+  Packet& p = pool[pool.alloc(kMaxPacketBytes)];
   p.meta.src = ip(1);
   p.meta.dst = ip(2);
   p.meta.src_port = 51234;
   p.meta.traffic_class = 0x02;
   p.meta.hop_limit = 17;
-  p.len = static_cast<uint32_t>(make_ud_send(p.data, p.meta, 9, 100, 64, 1));
+  p.set_len(static_cast<uint32_t>(make_ud_send(p.buffer(), p.meta, 9, 100, 64, 1)));
   REQUIRE(p.len > 0);
   std::array<uint8_t, kMaxFrame> f;
   const size_t n = build_frame(p, {2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}, f);
@@ -180,7 +181,7 @@ TEST_CASE("build_frame produces what the ICRC of the engine's payload was comput
   p.meta.dst.raw[0] = 0xfe;
   p.meta.dst.raw[1] = 0x80;
   p.meta.src.raw[10] = p.meta.dst.raw[10] = 0;
-  p.len = static_cast<uint32_t>(make_ud_send(p.data, p.meta, 9, 100, 64, 1));
+  p.set_len(static_cast<uint32_t>(make_ud_send(p.buffer(), p.meta, 9, 100, 64, 1)));
   const size_t n6 = build_frame(p, {2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}, f);
   REQUIRE(n6 == 14 + 40 + 8 + p.len);
   CHECK(be16(f.data() + 12) == 0x86dd);

@@ -148,19 +148,20 @@ TEST_CASE("trimming: an overflowing queue trims instead of dropping, headers ove
 
 TEST_CASE("trimming keeps max(headers, trim_keep_bytes) of the RoCE payload",
           "[sim][switch][trim]") {
-  Packet p;
+  PacketPool pool;
+  Packet& p = pool[pool.alloc(kMaxPacketBytes)];
   PacketMeta m;
   m.src = ip(1);
   m.dst = ip(2);
-  p.len = static_cast<uint32_t>(make_ud_send(p.data, m, 1, 0, 1000, 0));
+  p.set_len(static_cast<uint32_t>(make_ud_send(p.buffer(), m, 1, 0, 1000, 0)));
   REQUIRE(p.len == 12 + 8 + 1000 + 4);
   CHECK_FALSE(Switch::is_control(p));
   REQUIRE(Switch::trim_packet(p, 64));
   CHECK(p.len == 64);
   CHECK(p.trimmed);
   CHECK_FALSE(Switch::trim_packet(p, 64));  // already header-sized
-  Packet q;
-  q.len = static_cast<uint32_t>(make_ud_send(q.data, m, 1, 0, 1000, 0));
+  Packet& q = pool[pool.alloc(kMaxPacketBytes)];
+  q.set_len(static_cast<uint32_t>(make_ud_send(q.buffer(), m, 1, 0, 1000, 0)));
   REQUIRE(Switch::trim_packet(q, 0));
   CHECK(q.len == 12 + 8);  // never less than BTH + DETH
 }

@@ -16,7 +16,9 @@ Host::Host(Network& net, NodeId id, std::string name, Gid addr, const HostConfig
     : Node(net, id, std::move(name), NodeKind::kHost, addr),
       cfg_(cfg),
       gids_{addr},
-      mem_(kArenaBase + kArenaStride * id, cfg.arena_bytes) {
+      mem_(kArenaBase + kArenaStride * id, cfg.arena_bytes),
+      // Nobody reads a payload the engine neither copies nor checks (ICRC).
+      carry_payload_(!cfg.discard_payload || !cfg.engine.icrc_offload) {
   cfg_.engine.gids = std::span<const Gid>(gids_, 1);
   engine_ = cfg.discard_payload ? std::make_unique<Engine>(cfg_.engine, null_mem_)
                                 : std::make_unique<Engine>(cfg_.engine, mem_);
@@ -70,9 +72,11 @@ void Host::receive(PacketId pkt, Link&, Time now) {
   if ((p.meta.traffic_class & 3) == 3) ++stats_.rx_ecn_ce;
   if (p.trimmed) ++stats_.rx_trimmed;
   if (p.sb_flag) ++stats_.rx_sb_flag;
-  if (sroce_int_present(p.bytes(), p.len) && p.len > 4 && p.bytes()[4] != 0) ++stats_.rx_int;
+  if (sroce_int_present(p.bytes(), p.head) && p.head > 4 && p.bytes()[4] != 0) ++stats_.rx_int;
   if (on_rx_) on_rx_(*this, p, now);
-  engine_->on_packet(p.payload(), p.meta, now);  // INT is in the bytes (docs/wire.md)
+  // INT is in the bytes (docs/wire.md). A packet without its payload is
+  // handed over at full length; the engine discards the payload anyway.
+  engine_->on_packet(pool.contiguous(p), p.meta, now);
   pool.free(pkt);
   pump(now);
 }
@@ -124,16 +128,27 @@ void Host::transmit(Time now) {
       if (!uplink()->enqueue(id, now)) ++stats_.tx_dropped;
       continue;
     }
-    const PacketId id = pool.alloc();
-    Packet& p = pool[id];
-    // The engine writes at most kMaxPacket; the rest of the slot is room for
-    // the hop records switches push (proto/int.h).
-    const auto tx = engine_->poll_transmit(std::span<std::byte>(p.data.data(), Engine::kMaxPacket), now);
-    if (!tx) {
-      pool.free(id);
-      break;
+    PacketId id;
+    std::optional<TxPacket> tx;
+    if (carry_payload_) {
+      // Written into a full-size slot; the engine writes at most kMaxPacket,
+      // the rest is room for the hop records switches push (proto/int.h).
+      id = pool.alloc(kMaxPacketBytes);
+      tx = engine_->poll_transmit(pool[id].buffer().first(Engine::kMaxPacket), now);
+      if (!tx) {
+        pool.free(id);
+        break;
+      }
+      pool[id].set_len(static_cast<uint32_t>(std::min<size_t>(tx->len, Engine::kMaxPacket)));
+      pool.fit(id);  // ACKs and other short packets go back to an inline slot
+    } else {
+      // No payload bytes to keep (packet.h): the headers and tail are.
+      const auto scratch = pool.tx_scratch();
+      tx = engine_->poll_transmit(scratch.first(Engine::kMaxPacket), now);
+      if (!tx) break;
+      id = pool.store(scratch.first(std::min<size_t>(tx->len, Engine::kMaxPacket)), false);
     }
-    p.len = static_cast<uint32_t>(std::min<size_t>(tx->len, p.data.size()));
+    Packet& p = pool[id];
     p.meta = tx->meta;
     if (tx->send_at > now) {
       // Pacing: the frame leaves at send_at; nothing behind it may pass it.
@@ -148,7 +163,7 @@ void Host::transmit(Time now) {
 }
 
 void Host::drain_completions(Time now) {
-  std::array<Wc, 16> wcs;
+  auto& wcs = wcs_;
   for (size_t i = 0; i < cqs_.size(); ++i) {
     const Handle cq = cqs_[i];
     for (;;) {

@@ -18,19 +18,20 @@ void Endpoint::receive(PacketId pkt, Link& from, Time now) {
   a.trimmed = p.trimmed;
   a.sb_flag = p.sb_flag;
   a.int_count = int_hops_of(p, a.int_hops);
-  if (keep_payloads) a.payload.assign(p.data.begin(), p.data.begin() + p.len);
+  if (keep_payloads) {
+    a.payload.resize(p.len);
+    pool.copy_out(p, a.payload);
+  }
   arrivals_.push_back(std::move(a));
   pool.free(pkt);
 }
 
-bool Endpoint::send(std::span<const std::byte> payload, const PacketMeta& meta, Time now) {
+bool Endpoint::send(std::span<const std::byte> payload, const PacketMeta& meta, Time now,
+                    bool carry) {
   if (out_links().empty() || payload.size() > kMaxPacketBytes) return false;
   auto& pool = net_.pool();
-  const PacketId id = pool.alloc();
-  Packet& p = pool[id];
-  std::copy(payload.begin(), payload.end(), p.data.begin());
-  p.len = static_cast<uint32_t>(payload.size());
-  p.meta = meta;
+  const PacketId id = pool.store(payload, carry);
+  pool[id].meta = meta;
   return out_links().front()->enqueue(id, now);
 }
 

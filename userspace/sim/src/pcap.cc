@@ -36,7 +36,14 @@ size_t build_frame(const Packet& p, const std::array<uint8_t, 6>& src_mac,
                      p.meta.hop_limit, udp_len);
   }
   sroce_build_udp(ip + ip_len, p.meta.src_port, p.meta.dst_port, udp_len);
-  std::memcpy(ip + ip_len + kUdpHeader, p.data.data(), p.len);
+  // A payload the run does not carry (packet.h) is written as zeros.
+  auto* udp_payload = reinterpret_cast<std::byte*>(ip + ip_len + kUdpHeader);
+  std::memcpy(udp_payload, p.data(), p.head);
+  if (!p.carried()) {
+    const uint32_t gap_end = p.len - p.tail;
+    std::memset(udp_payload + p.head, 0, gap_end - p.head);
+    std::memcpy(udp_payload + gap_end, p.tail_bytes.data(), p.tail);
+  }
   return total;
 }
 

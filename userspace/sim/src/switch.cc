@@ -102,7 +102,7 @@ namespace {
 // Bytes of the INT shim in front of the BTH (proto/int.h), 0 if none.
 uint32_t shim_bytes(const Packet& p) {
   sroce_int_shim s{};
-  if (!sroce_int_present(p.bytes(), p.len) || sroce_int_shim_parse(p.bytes(), p.len, &s) != SROCE_INT_OK)
+  if (!sroce_int_present(p.bytes(), p.head) || sroce_int_shim_parse(p.bytes(), p.head, &s) != SROCE_INT_OK)
     return 0;
   return static_cast<uint32_t>(sroce_int_shim_bytes(&s));
 }
@@ -126,6 +126,9 @@ bool Switch::trim_packet(Packet& p, uint32_t keep_bytes) {
   const uint32_t keep = off + std::max<uint32_t>(info->hdr_len, keep_bytes);
   if (p.len <= keep) return false;
   p.len = keep;
+  // What is left of a payload the run does not carry stays uncarried.
+  p.head = std::min(p.head, keep);
+  p.tail = 0;
   p.trimmed = true;
   mark_meta_trimmed(p.meta);
   return true;
@@ -207,7 +210,7 @@ void Switch::dequeued(Link& link, Packet& p, Time now) {
   // INT (proto/int.h): push this egress port's record on the packet's shim,
   // if it has one (an engine whose peer agreed to INT sent it); a packet
   // without a shim is left as it is.
-  if (cfg_.int_stamp && sroce_int_present(p.bytes(), p.len)) {
+  if (cfg_.int_stamp && sroce_int_present(p.bytes(), p.head)) {
     sroce_int_hop h{};
     h.node_port = id() << 16 | link.port_index();
     h.flags = cfg_.sb_flag_fraction > 0 &&
@@ -220,9 +223,15 @@ void Switch::dequeued(Link& link, Packet& p, Time now) {
     h.ts_ps = static_cast<uint64_t>(now.ps);
     // The record counts itself: the link sends the longer packet.
     h.tx_bytes = link.stats().tx_wire_bytes + Link::wire_bytes(p) + SROCE_INT_HOP_LEN;
-    size_t len = p.len;
-    if (sroce_int_push(p.bytes(), &len, p.data.size(), &h) == 1) {
-      p.len = static_cast<uint32_t>(len);
+    // The record goes in after the shim: only the held front bytes move. The
+    // room is that of a full-size slot whatever the packet holds (an inline
+    // one grows into a body), so what is pushed does not depend on it.
+    const bool room = p.len + SROCE_INT_HOP_LEN <= kMaxPacketBytes;
+    if (room && p.head + SROCE_INT_HOP_LEN > p.capacity()) net_.pool().grow(p);
+    size_t head = p.head;
+    if (sroce_int_push(p.bytes(), &head, room ? p.capacity() : p.head, &h) == 1) {
+      p.len += static_cast<uint32_t>(head - p.head);
+      p.head = static_cast<uint32_t>(head);
       ++stats_.int_stamped;
     }
   }

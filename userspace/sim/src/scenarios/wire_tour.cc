@@ -38,8 +38,8 @@ class Census final : public FrameTap {
   void on_frame(const Link& link, const Packet& pkt, Time now) override {
     if (next_) next_->on_frame(link, pkt, now);
     sroce_pkt p{};
-    const auto* raw = reinterpret_cast<const uint8_t*>(pkt.data.data());
-    if (sroce_parse(raw, pkt.len, &p) != SROCE_PARSE_OK) {
+    const uint8_t* raw = pkt.bytes();
+    if (sroce_parse(raw, pkt.head, &p) != SROCE_PARSE_OK) {
       ++unparsed;
       return;
     }

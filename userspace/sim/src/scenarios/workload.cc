@@ -453,7 +453,11 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"engine_bytes_end", engine_bytes()},
       {"bytes_per_qp",
        runner.qps_open() > 0 ? runner.qp_memory_bytes() / (2 * runner.qps_open()) : 0},
+      // The packet pool (packet.h): slots it ever held (in chunks of 256),
+      // full-size bodies among them, and the bytes of both.
       {"packets_peak", net.pool().capacity()},
+      {"packet_bodies_peak", net.pool().bodies()},
+      {"packet_pool_bytes", net.pool().memory_bytes()},
       {"events", sim.events_run()},
       {"fct_digest", fct_digest(runner.flows(), sim.events_run())},
       {"setup_wall_s", setup_wall},

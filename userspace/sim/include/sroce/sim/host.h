@@ -13,6 +13,7 @@
 // not the host's own queue, decides what waits, as with a real NIC.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,7 +33,9 @@ struct HostConfig {
   uint32_t tx_ring = 4;
   // The engine moves no payload bytes (a NullMemory behind the arena's
   // addresses): for large workloads whose data is not checked. Saves the two
-  // copies per packet and the arena's pages; the packets are the same.
+  // copies per packet and the arena's pages; the packets are the same. With
+  // the ICRC offloaded as well, the host's packets carry no payload bytes
+  // (headers and lengths only, packet.h): the fabric sees the same packets.
   bool discard_payload = false;
 };
 
@@ -106,9 +109,13 @@ class Host final : public Node, private EventSink {
   Gid gids_[1];
   ArenaMemory mem_;
   NullMemory null_mem_;
+  bool carry_payload_ = true;
   std::unique_ptr<Engine> engine_;
   HostStats stats_;
   std::vector<Handle> cqs_;
+  // poll_cq's buffer: built once (a Wc has member initializers, so a local
+  // array was 16 of them zeroed at every drain, after every engine call).
+  std::array<Wc, 16> wcs_;
   CompletionFn on_wc_;
   AsyncFn on_async_;
   RxFn on_rx_;

@@ -41,7 +41,9 @@ class Endpoint final : public Node {
   Endpoint(Network& net, NodeId id, std::string name, Gid addr) : Node(net, id, std::move(name), NodeKind::kEndpoint, addr) {}
   void receive(PacketId pkt, Link& from, Time now) override;
   // Queues a copy of `payload` on the uplink (dropped if the queue is full).
-  bool send(std::span<const std::byte> payload, const PacketMeta& meta, Time now);
+  // `carry` false: as a host that carries no payload sends it (packet.h).
+  bool send(std::span<const std::byte> payload, const PacketMeta& meta, Time now,
+            bool carry = true);
 
   struct Arrival {
     Time at;

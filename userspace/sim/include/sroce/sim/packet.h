@@ -13,7 +13,9 @@
 #include <span>
 #include <vector>
 
+#include "proto/icrc.h"
 #include "proto/int.h"
+#include "proto/roce.h"
 #include "sroce/engine/engine.h"
 
 namespace sroce::sim {
@@ -37,11 +39,31 @@ inline constexpr size_t kMaxPacketBytes = Engine::kMaxPacket + kMaxIntHops * SRO
 // No destination index yet (Network::dest_of, cached by the first switch).
 inline constexpr uint32_t kNoDest = UINT32_MAX;
 
-// The fields every hop reads come first and the bytes last, so a hop that
-// only looks at the addressing and length touches one cache line, not one
-// 4 KB away from the packet's first byte.
+// Packet slots come in two sizes (PacketPool): every slot holds its bytes
+// inline up to kInlineBytes (ACKs, READ requests, a data packet's headers);
+// a longer packet whose bytes are all carried gets a full-size body as well.
+//
+// A packet need not carry its payload: a host whose engine moves no payload
+// bytes (HostConfig::discard_payload) and checks no ICRC sends its data
+// packets as their headers (INT shim, BTH and the opcode's extension headers:
+// `head` bytes) and their last `tail` bytes (the sroce trailer and the ICRC,
+// docs/wire.md), with `len` the length the wire carries. Links, switches and
+// receivers see the same lengths and headers as with the payload; the bytes
+// in between were never read by anyone (the sending engine copied nothing
+// into them, the receiving one discards them).
+//
+// The fields every hop reads come first, the bytes after them.
+inline constexpr uint32_t kInlineBytes = 192;
+inline constexpr uint32_t kTailBytes = SROCE_LEH_LEN + SROCE_ICRC_LEN;
+
 struct Packet {
-  uint32_t len = 0;
+  Packet() = default;
+  Packet(const Packet&) = delete;
+  Packet& operator=(const Packet&) = delete;
+
+  uint32_t len = 0;   // the packet's length: what links, switches and the receiver see
+  uint32_t head = 0;  // bytes held from the front (bytes()): len when the payload is carried
+  uint32_t tail = 0;  // payload not carried: the last `tail` bytes of the packet, in tail_bytes
   PacketMeta meta;
   uint64_t serial = 0;        // unique per packet created (a duplicate gets its own)
   bool corrupted = false;     // a bit was flipped on some link
@@ -52,12 +74,37 @@ struct Packet {
   bool priority = false;      // queued in the strict-priority (header/control) queue
   uint32_t ingress = kNoLinkId;  // link it arrived on at the current switch (PFC accounting)
   uint32_t dest = kNoDest;       // Network::dest_of(meta.dst), looked up once per packet
-  std::array<std::byte, kMaxPacketBytes> data;
+  std::byte* body = nullptr;     // a full-size buffer (PacketPool), or null: bytes are inline
+  std::array<std::byte, kInlineBytes> inline_bytes;
+  std::array<std::byte, kTailBytes> tail_bytes;
 
-  std::span<const std::byte> payload() const { return {data.data(), len}; }
-  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(data.data()); }
-  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(data.data()); }
+  bool carried() const { return head == len; }
+  uint32_t capacity() const { return body != nullptr ? static_cast<uint32_t>(kMaxPacketBytes) : kInlineBytes; }
+  std::byte* data() { return body != nullptr ? body : inline_bytes.data(); }
+  const std::byte* data() const { return body != nullptr ? body : inline_bytes.data(); }
+  // Room to write a packet of up to capacity() bytes (then set_len).
+  std::span<std::byte> buffer() { return {data(), capacity()}; }
+  // All bytes carried: len = head, no tail.
+  void set_len(uint32_t n) {
+    len = head = n;
+    tail = 0;
+  }
+  // The bytes held from the front: the whole packet when carried().
+  std::span<const std::byte> payload() const { return {data(), head}; }
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(data()); }
+  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(data()); }
+  // Byte i of the packet (i < len), or null when it is not carried.
+  std::byte* byte_at(uint32_t i) {
+    if (i < head) return data() + i;
+    if (i < len && i >= len - tail) return tail_bytes.data() + (i - (len - tail));
+    return nullptr;
+  }
 };
+
+// Header bytes of a RoCEv2 packet: INT shim, BTH and the opcode's extension
+// headers when the opcode carries a payload, else all `len` (an ACK's
+// trailers and echo are all header). `buf` holds at least the headers.
+uint32_t packet_header_bytes(const uint8_t* buf, uint32_t len);
 
 // The INT records in a packet's shim, decoded first hop first (as the
 // controllers take them; the wire has the newest first). 0 without a shim.
@@ -80,20 +127,25 @@ inline uint8_t int_hops_of(const Packet& p, std::array<IntHop, kMaxIntHops>& out
   return n;
 }
 
-// Fixed-size packet slots reused through a free list: after the fabric warms
-// up, no allocation happens per packet. Slots are addressed by index, so
-// growing the pool never invalidates a PacketId.
+// Packet slots reused through a free list, in chunks of kChunk (stable
+// addresses, one allocation per chunk), with full-size bodies reused through
+// their own free list: after the fabric warms up, nothing is allocated per
+// packet. Slots are addressed by index, so growing the pool never
+// invalidates a PacketId.
 class PacketPool {
  public:
-  PacketId alloc() {
-    if (free_.empty()) {
-      slots_.emplace_back(std::make_unique<Packet>());
-      free_.push_back(static_cast<PacketId>(slots_.size() - 1));
-    }
+  PacketPool();
+  ~PacketPool();
+  PacketPool(const PacketPool&) = delete;
+  PacketPool& operator=(const PacketPool&) = delete;
+
+  // A cleared slot with room for `capacity` bytes (a body beyond kInlineBytes).
+  PacketId alloc(size_t capacity = kInlineBytes) {
+    if (free_.empty()) add_chunk();
     const PacketId id = free_.back();
     free_.pop_back();
-    Packet& p = *slots_[id];
-    p.len = 0;
+    Packet& p = (*this)[id];
+    p.len = p.head = p.tail = 0;
     p.meta = PacketMeta{};
     p.serial = next_serial_++;
     p.corrupted = false;
@@ -103,36 +155,59 @@ class PacketPool {
     p.priority = false;
     p.ingress = kNoLinkId;
     p.dest = kNoDest;
+    if (capacity > kInlineBytes) p.body = take_body();
     ++live_;
     return id;
   }
-  PacketId clone(PacketId src) {
-    const PacketId id = alloc();
-    Packet& d = *slots_[id];
-    const Packet& s = *slots_[src];
-    std::copy_n(s.data.begin(), s.len, d.data.begin());
-    d.len = s.len;
-    d.meta = s.meta;
-    d.corrupted = s.corrupted;
-    d.trimmed = s.trimmed;
-    d.sb_flag = s.sb_flag;
-    d.priority = s.priority;
-    d.ingress = s.ingress;
-    d.dest = s.dest;
-    return id;
-  }
+  // A packet built elsewhere (`src`, its whole length), stored whole
+  // (`carry`), or as its headers and tail when its payload is not carried.
+  PacketId store(std::span<const std::byte> src, bool carry);
+  // After a packet was written into a body: back into the inline bytes if it
+  // fits there (the body goes back to its free list).
+  void fit(PacketId id);
+  // Moves an inline packet's bytes into a body (room to grow: INT records).
+  void grow(Packet& p);
+  PacketId clone(PacketId src);
   void free(PacketId id) {
+    Packet& p = (*this)[id];
+    if (p.body != nullptr) {
+      free_bodies_.push_back(p.body);
+      p.body = nullptr;
+    }
     free_.push_back(id);
     --live_;
   }
-  Packet& operator[](PacketId id) { return *slots_[id]; }
-  const Packet& operator[](PacketId id) const { return *slots_[id]; }
+  Packet& operator[](PacketId id) { return chunks_[id / kChunk][id % kChunk]; }
+  const Packet& operator[](PacketId id) const { return chunks_[id / kChunk][id % kChunk]; }
+
+  // The packet's bytes in one piece, for a receiver: the packet itself when
+  // carried, else its headers and tail at their offsets in a scratch buffer
+  // (valid until the next call; the bytes between are not the payload).
+  std::span<const std::byte> contiguous(const Packet& p);
+  // Copies the packet's len bytes into `out` (at least len), zeros where the
+  // payload is not carried (pcap, test endpoints).
+  void copy_out(const Packet& p, std::span<std::byte> out) const;
+  // A buffer of kMaxPacketBytes for an engine to write a packet into before
+  // store() (valid until the next call of store with it).
+  std::span<std::byte> tx_scratch() { return {tx_scratch_.get(), kMaxPacketBytes}; }
+
   size_t live() const { return live_; }
-  size_t capacity() const { return slots_.size(); }
+  size_t capacity() const { return chunks_.size() * kChunk; }
+  size_t bodies() const { return bodies_.size(); }
+  // What the slots and bodies hold (the pool's share of the run's memory).
+  size_t memory_bytes() const { return capacity() * sizeof(Packet) + bodies() * kMaxPacketBytes; }
 
  private:
-  std::vector<std::unique_ptr<Packet>> slots_;
+  static constexpr size_t kChunk = 256;
+  void add_chunk();
+  std::byte* take_body();
+
+  std::vector<std::unique_ptr<Packet[]>> chunks_;
   std::vector<PacketId> free_;
+  std::vector<std::unique_ptr<std::byte[]>> bodies_;
+  std::vector<std::byte*> free_bodies_;
+  std::unique_ptr<std::byte[]> tx_scratch_;
+  std::unique_ptr<std::byte[]> rx_scratch_;
   uint64_t next_serial_ = 0;
   size_t live_ = 0;
 };
