@@ -22,10 +22,10 @@ controller (a window is reported) and their smoothed RTT is lower than without i
 Then LTP (docs/cc/ltp.md): engine.cc.algorithm = "ltp" with the same delay
 settings (its fallback's) under the same bottleneck. Checked: h1's daemon
 reports "ltp" as every QP's controller and MIs decided (by the policy or the
-fallback); the transfer's completion, throughput and queue are printed, not
-asserted: it has failed in every run so far (docs/cc/ltp.md, "On the namespace
-fabric"), so its ib_write_bw is bounded to LTP_LIMIT_S; when it completes, a
-data-checked ibv_rc_pingpong -c follows on the same fabric.
+fallback), the transfer completes (ib_write_bw exits 0 on both ends) and a
+data-checked ibv_rc_pingpong -c follows on the same fabric; its throughput and
+queue are printed (docs/cc/ltp.md, "On the namespace fabric": it failed in
+every run until the ACK timer and the learned base RTT of issue 17).
 
 Then DCQCN: engine.cc.algorithm = "dcqcn" on both daemons, no shaping, the
 tc BPF program CE-marks 50 % of ECN-capable packets on l2>h2 (test_ce.py): h1's
@@ -56,7 +56,6 @@ MSG = 65536
 ITERS = 128              # per QP: 4 x 128 x 64 KiB = 32 MiB, 1.4 s at 200 Mbit/s
 TARGET_US = 5000         # the delay controller's base target (room for a loaded host)
 LINE_MBIT = 1000         # engine.cc.line_rate_mbps (the flows' maximum)
-LTP_LIMIT_S = 20         # ltp run: ib_write_bw's bound (delay's transfer takes 2-5 s)
 CE_PCT = 50              # DCQCN run: CE marks on l2>h2 (of ECT packets)
 
 CC_SETS = {
@@ -181,9 +180,7 @@ def one_run(alg: str, shaped: bool, ce: int = 0, check_data: bool = False) -> di
             s = Sampler(f, shaped)
             t0 = time.monotonic()
             s.start()
-            # LTP's transfer has not completed so far (test() says why): a bound of
-            # LTP_LIMIT_S instead of a minute keeps the test's runtime.
-            failed, bw = write_bw(f, PORT, LTP_LIMIT_S if alg == "ltp" else PROGRAM_TIMEOUT)
+            failed, bw = write_bw(f, PORT, PROGRAM_TIMEOUT)
             s.finish()
             elapsed = time.monotonic() - t0
             drops = tbf(f)["drops"] - d0 if shaped else 0
@@ -223,7 +220,7 @@ def one_run(alg: str, shaped: bool, ce: int = 0, check_data: bool = False) -> di
          "windows": sorted({q["cc_window_bytes"] for smp in s.qp_samples for q in smp
                             if "cc_window_bytes" in q})[:8]}
     print(json.dumps(r))
-    if failed and alg not in ("none", "ltp"):
+    if failed and alg != "none":
         raise CheckFailed(f"[{alg}] {failed}")
     if failed:
         err = [ln for ln in failed.splitlines() if "status" in ln or "Completion" in ln]
@@ -274,12 +271,11 @@ def test() -> None:
     check(none["srtt_us_p50"] is None or delay["srtt_us_p50"] < none["srtt_us_p50"],
           f"delay: QP srtt p50 {delay['srtt_us_p50']} us, none {none['srtt_us_p50']} us")
 
-    # LTP under the same bottleneck: the daemon's QPs run "ltp" and its monitor
-    # intervals were decided (by the policy or its delay-rule fallback) is asserted; when
-    # the transfer completes a data-checked pingpong (ibv_rc_pingpong -c) follows on the
-    # same fabric. The transfer itself is NOT asserted: in every run so far it failed
-    # with "retry exceeded" (status 12) after the controller collapsed its rate
-    # (docs/cc/ltp.md, "On the namespace fabric": a known failure, not hidden: printed).
+    # LTP under the same bottleneck: the transfer completes (one_run raises otherwise),
+    # a data-checked pingpong (ibv_rc_pingpong -c) follows on the same fabric, the
+    # daemon's QPs run "ltp" and its monitor intervals were decided (by the policy or its
+    # delay-rule fallback). Its queue is printed, not compared: it fills the tbf queue
+    # (docs/cc/ltp.md, "On the namespace fabric").
     ltp = one_run("ltp", shaped=True, check_data=True)
     check(ltp["qps"] >= 1 and ltp["cc_algorithms"] == ["ltp"],
           f"ltp: h1's daemon reports controllers {ltp['cc_algorithms']} on {ltp['qps']} QPs, "

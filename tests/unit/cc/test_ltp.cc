@@ -236,3 +236,52 @@ TEST_CASE("ltp filter: a standing queue does not pass for a longer base RTT", "[
   INFO("d estimate " << f.rtt_mean());
   CHECK(f.rtt_mean() < 1.3);
 }
+
+TEST_CASE("ltp: a configured base RTT far below the path's is learned, the rate never starves",
+          "[ltp]") {
+  // The namespace fabric's case (docs/cc/ltp.md, "A wrong base RTT"): the
+  // path's RTT is 40 x the configured 10 us, and a policy that always cuts.
+  const LtpNet down = constant_net(-1.0);
+  auto run = [&](LtpConfig cfg, Duration rtt) {
+    cfg.net = &down;
+    cfg.dither = 0;
+    Ltp l(cfg, flow100g());
+    Time t = at_us(0);
+    for (int i = 0; i < 400; ++i) {
+      l.on_send(SendEvent{t, 4096, false});
+      l.on_ack(ack(t, 4096, {}, rtt));
+      t = t + Duration::picos(rtt.ps / 4);
+    }
+    INFO("mis " << l.stats().mis << " decisions " << l.stats().decisions << " fallback "
+                << l.stats().fallback_mis << " divergences " << l.stats().divergences);
+    if (cfg.base_window.ps > 0) {
+      CHECK(l.stats().decisions > 50);
+      CHECK(l.stats().divergences == 0);
+    } else {
+      // The configured unit: the RTT is 40 x it, beyond d's grid (8 x): every
+      // MI diverges and the fallback decides (the fabric's failure mode).
+      CHECK(l.stats().divergences > 50);
+    }
+    return std::pair{l.base_rtt_ps(), l.rate_bps()};
+  };
+  const Duration rtt = Duration::micros(400);
+  const auto [base, rate] = run(LtpConfig{}, rtt);
+  // The unit: the windowed min RTT / base_slack (4), within the 25 % step.
+  CHECK(base == Approx(100e6).epsilon(0.25));
+  // The floor: one 4 KiB packet per 4 smoothed RTTs (20.5 Mb/s at 400 us).
+  CHECK(rate >= 20'000'000);
+  CHECK(rate < 25'000'000);
+  // Without the floor and the learned base: the configured unit, and the
+  // rate falls to min_rate (1/4096 of the line rate).
+  LtpConfig off;
+  off.base_window = Duration::picos(0);
+  off.floor_rtts = 0;
+  const auto [base0, rate0] = run(off, rtt);
+  CHECK(base0 == Approx(10e6));
+  CHECK(rate0 < 25'000'000);
+  CHECK(rate0 <= 100'000'000'000 / 4096 + 1);
+  // A right base RTT stays the configured one.
+  const auto [base1, rate1] = run(LtpConfig{}, Duration::micros(10));
+  CHECK(base1 == Approx(10e6));
+  CHECK(rate1 > 0);
+}

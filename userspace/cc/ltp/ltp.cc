@@ -58,6 +58,12 @@ std::array<float, LtpNet::kInputs> LtpCore::features(const LtpObservation& o, do
   return f;
 }
 
+void LtpCore::rebase(double factor) {
+  filter_.rebase(factor);
+  prev_rtt_ *= factor;
+  min_rtt_seen_ *= factor;
+}
+
 double LtpCore::step(const LtpObservation& o, double rate) {
   const bool ok = filter_.update(o);
   if (o.has_rtt()) min_rtt_seen_ = min_rtt_seen_ > 0 ? std::min(min_rtt_seen_, o.rtt_min) : o.rtt_min;
@@ -81,7 +87,29 @@ Ltp::Ltp(const LtpConfig& cfg, const FlowParams& flow)
       net_(cfg.net != nullptr ? cfg.net : builtin_ltp_net(cfg.variant)),
       core_(cfg, net_),
       fallback_(cfg.fallback, flow),
-      srtt_ps_(static_cast<double>(flow.base_rtt.ps)) {}
+      srtt_ps_(static_cast<double>(flow.base_rtt.ps)),
+      base_window_(cfg.base_window),
+      base_slack_(cfg.base_slack),
+      floor_rtts_(cfg.floor_rtts),
+      base_ps_(static_cast<double>(flow.base_rtt.ps)) {}
+
+void Ltp::learn_base(Time now) {
+  if (base_window_.ps <= 0 || mi_rtt_n_ == 0) return;
+  // Windowed min of the MIs' min RTT: a smaller sample, or the window's
+  // minimum expired, replaces it (BBR's min_rtt filter).
+  if (win_min_ps_ <= 0 || mi_rtt_min_ <= win_min_ps_ || now - win_min_at_ > base_window_) {
+    win_min_ps_ = mi_rtt_min_;
+    win_min_at_ = now;
+  }
+  const double cfg = static_cast<double>(flow_.base_rtt.ps);
+  const double want = std::max(cfg, win_min_ps_ / base_slack_);
+  // Move the unit only on a real change (25%): each move restarts the
+  // filter's belief over d.
+  if (want > base_ps_ * 1.25 || want < base_ps_ / 1.25) {
+    core_.rebase(base_ps_ / want);
+    base_ps_ = want;
+  }
+}
 
 void Ltp::enter_fallback(uint32_t mis) {
   if (fallback_left_ == 0) {
@@ -136,7 +164,8 @@ void Ltp::on_ack(const AckEvent& ev) {
 void Ltp::end_mi(Time now) {
   ++stats_.mis;
   const double line_bytes = bytes_in(static_cast<double>(flow_.line_rate_bps), now - mi_start_);
-  const double base = static_cast<double>(flow_.base_rtt.ps);
+  learn_base(now);
+  const double base = base_ps_;
   LtpObservation o;
   // The ACKs of this MI are for what was sent one RTT (one MI) earlier: the
   // previous MI's sends are the ones to compare the delivery with.
@@ -183,7 +212,14 @@ void Ltp::end_mi(Time now) {
   if (missing) return;  // hold the rate
   ++stats_.decisions;
   stats_.info_gain += core_.filter().info_gain();
-  rate_ = next;
+  rate_ = std::max(next, floor_rate());
+}
+
+double Ltp::floor_rate() const {
+  if (floor_rtts_ <= 0) return min_rate_;
+  const double r = flow_.mtu_bytes * 8.0 * kPsPerSecond / (floor_rtts_ * srtt_ps_) /
+                   static_cast<double>(flow_.line_rate_bps);
+  return std::clamp(r, min_rate_, 1.0);
 }
 
 double Ltp::fallback_rate() const {
@@ -193,12 +229,14 @@ double Ltp::fallback_rate() const {
   double r = static_cast<double>(fallback_.rate_bps()) / line;
   if (fallback_.cwnd_packets() >= 1.0)
     r = fallback_.cwnd_packets() * flow_.mtu_bytes * 8.0 * kPsPerSecond / srtt_ps_ / line;
-  return std::clamp(r, min_rate_, 1.0);
+  return std::clamp(r, floor_rate(), 1.0);
 }
 
 uint64_t Ltp::rate_bps() const {
-  if (net_ == nullptr || fallback_left_ > 0) return fallback_.rate_bps();
-  return std::max<uint64_t>(1, static_cast<uint64_t>(rate_ * static_cast<double>(flow_.line_rate_bps)));
+  const double line = static_cast<double>(flow_.line_rate_bps);
+  if (net_ == nullptr || fallback_left_ > 0)
+    return std::max(fallback_.rate_bps(), static_cast<uint64_t>(floor_rate() * line));
+  return std::max<uint64_t>(1, static_cast<uint64_t>(rate_ * line));
 }
 
 uint64_t Ltp::window_bytes() const {

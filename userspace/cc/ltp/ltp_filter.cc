@@ -60,6 +60,11 @@ void LtpFilter::reset() {
   rtt_floor_ = 0;
 }
 
+void LtpFilter::rebase(double factor) {
+  rtt_floor_ *= factor;
+  pd_.fill(1.0f / kRttBins);
+}
+
 template <size_t N>
 void LtpFilter::predict(std::array<float, N>& p, double diffusion, double mix) {
   // A random walk on the grid (reflecting at the ends), then the uniform mix.

@@ -273,8 +273,12 @@ bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp) {
   if (qp.lossy.tx && qp.lossy.rtx_count > 0) return false;
   // Only the WQE being sent is outstanding (none sent in full awaits its
   // ACK or READ/atomic response) and every PSN of it sent is acknowledged.
-  return qp.sq_head == qp.sq_next && qp.rd_atomic_inflight == 0 && inflight_bytes(qp) == 0 &&
-         psn_diff(qp.high_psn, qp.req_psn) <= 0;
+  if (qp.sq_head == qp.sq_next && qp.rd_atomic_inflight == 0 && inflight_bytes(qp) == 0 &&
+      psn_diff(qp.high_psn, qp.req_psn) <= 0)
+    return true;
+  // Rewound (compatible mode) and the pacer has not let the oldest
+  // unacknowledged packet out again: no request is out to time.
+  return !qp.lossy.tx && psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1)) <= 0;
 }
 
 bool cc_want_ack(Engine::Impl& e, Qp& qp) {

@@ -167,7 +167,8 @@ void cc_qp_stop(Engine::Impl& e, Qp& qp);
 // QP may not send now (an ACK or the pacing timer puts it back).
 bool cc_may_send(Engine::Impl& e, Qp& qp, Time now);
 // The ACK timer fired while every packet sent has been acknowledged and the
-// rest of the WQE waits for pacing: no loss (the next packet re-arms it).
+// rest of the WQE waits for pacing, or after a rewind before the pacer let
+// the oldest unacknowledged packet out again: no loss (the send re-arms it).
 bool cc_nothing_in_flight(Engine::Impl& e, Qp& qp);
 // Should this request packet ask for an ACK (AckReq)? Window-based
 // controllers need feedback for every packet (HPCC acknowledges each packet;

@@ -365,7 +365,17 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
       check_sq_drained(qp);
     }
   }
-  if (rc) comp_arm_retx(qp, now);
+  if (rc) {
+    // IBA 9.7: the local ACK timer times a sent request. When this packet is
+    // the oldest unacknowledged one (the first after the pacer held the QP,
+    // or the resend after a rewind), the timer starts now: armed at the ACK
+    // before it, it would give the packet only the timeout less the pacing
+    // gap (issue 17: retry exceeded at low rates). Lossy mode times its
+    // resends with backoff (lossy_on_rto).
+    if (!qp.lossy.tx && qp.ack_timeout.ps != 0 && !qp.rnr_wait && psn == psn_add(qp.acked_psn, 1))
+      qp.retx_deadline = Time::never();
+    comp_arm_retx(qp, now);
+  }
   return len;
 }
 

@@ -35,6 +35,15 @@ struct LtpConfig {
   Duration min_mi = Duration::micros(4);
   double min_rate = 1.0 / 4096;       // fraction of the line rate
   uint32_t missing_mis = 3;
+  // The base RTT the RTTs are measured in: the configured one, or, when the
+  // smallest RTT over `base_window` is more than `base_slack` times it, that
+  // minimum / base_slack (a windowed min RTT as BBR's min_rtt and Swift's
+  // base delay; docs/cc/ltp.md "A wrong base RTT"). 0: configured only.
+  Duration base_window = Duration::millis(10'000);
+  double base_slack = 4.0;
+  // Rate floor: one packet per `floor_rtts` smoothed RTTs (never starve the
+  // flow; 0: min_rate only).
+  double floor_rtts = 4.0;
   uint32_t fallback_mis = 8;
   double dither = 0.03;               // uniform action noise (breaks lock-step between flows)
   uint64_t seed = 1;                  // PRNG seed of the dither (the engine mixes in the QPN)
@@ -64,6 +73,7 @@ class LtpCore {
   const LtpFilter& filter() const { return filter_; }
   LtpFilter& filter() { return filter_; }
   double last_action() const { return last_action_; }
+  void rebase(double factor);  // LtpFilter::rebase, and the RTTs kept here
   void reseed(uint64_t s) { rng_ = s | 1; }
 
  private:
@@ -106,11 +116,15 @@ class Ltp {
   // The filter's estimate of the rate available to the flow, bit/s (0
   // before the first MI), as of the last MI.
   uint64_t estimate_bps() const { return est_bps_; }
+  // The base RTT the MIs are measured in (configured or learned), ps.
+  double base_rtt_ps() const { return base_ps_; }
 
  private:
   void end_mi(Time now);
   void enter_fallback(uint32_t mis);
   double fallback_rate() const;
+  double floor_rate() const;
+  void learn_base(Time now);
 
   FlowParams flow_;
   uint32_t missing_mis_, fallback_mis_;
@@ -131,6 +145,11 @@ class Ltp {
   uint32_t mi_rtt_n_ = 0;
   uint64_t est_bps_ = 0;
   double prev_sent_ = 0;              // sent over the previous MI (fraction of line rate)
+  Duration base_window_;
+  double base_slack_, floor_rtts_;
+  double base_ps_;                    // the RTT unit of the MIs (learn_base)
+  double win_min_ps_ = 0;             // windowed min RTT and when it was taken
+  Time win_min_at_ = Time::zero();
   LtpStats stats_;
 };
 

@@ -64,6 +64,9 @@ class LtpFilter {
 
   // Back to the uniform prior.
   void reset();
+  // The RTT unit changed by `factor` (new RTT = old RTT x factor, Ltp's
+  // learned base): the floor follows, the belief over d starts over.
+  void rebase(double factor);
   // One MI. Returns false when the observation was impossible under every
   // state (the filter diverged: it was reset to the prior).
   bool update(const LtpObservation& o);
