@@ -101,6 +101,21 @@ struct FakeDaemon {
     memcpy(&memfd, CMSG_DATA(cm), sizeof memfd);
     return true;
   }
+  // One registration (or rereg, when `rereg`) the daemon accepts: the request it got, the
+  // memfd closed at once.
+  sroce_share_mr share(uint32_t key, uint8_t* p, size_t len, bool rereg = false) {
+    answer_next(0);
+    if (rereg) {
+      rereg_mr_pages(&ctx, key, p, len, true);
+    } else {
+      share_mr_pages(&ctx, key, p, len);
+    }
+    sroce_share_mr req{};
+    int memfd = -1;
+    REQUIRE(take(req, memfd));
+    close(memfd);
+    return req;
+  }
 };
 
 uint8_t* anon(size_t len, int prot = PROT_READ | PROT_WRITE) {
@@ -339,12 +354,8 @@ TEST_CASE("share: pages stay on the memfd while any MR touches them, and go back
   const size_t total = 8 * kPage;
   uint8_t* base = anon(total);
   fill(base, total, 5);
-  sroce_share_mr req{};
+  sroce_share_mr req = d.share(40, base, total);
   int memfd = -1;
-  d.answer_next(0);
-  share_mr_pages(&d.ctx, 40, base, total);
-  REQUIRE(d.take(req, memfd));
-  close(memfd);
   share_mr_pages(&d.ctx, 41, base + 3 * kPage + 7, 10);  // on the mem file, over the moved pages
   CHECK_FALSE(d.take(req, memfd));
   forget_mr_pages(&d.ctx, 40);
@@ -363,12 +374,7 @@ TEST_CASE("share: a range the program unmapped and mapped again while registered
   const size_t total = 6 * kPage;
   uint8_t* base = anon(total);
   fill(base, total, 7);
-  sroce_share_mr req{};
-  int memfd = -1;
-  d.answer_next(0);
-  share_mr_pages(&d.ctx, 50, base, total);
-  REQUIRE(d.take(req, memfd));
-  close(memfd);
+  d.share(50, base, total);
   // A program bug (freeing registered memory), but dereg must not clobber what is there now:
   // shared anonymous memory over the first half, the memfd's mapping still over the second.
   void* p = mmap(base, 3 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -394,21 +400,14 @@ TEST_CASE("share: a rereg that drops the daemon's mapping restores the old pages
   uint8_t* b = anon(total);
   fill(a, total, 10);
   fill(b, total, 11);
-  sroce_share_mr req{};
+  sroce_share_mr req = d.share(60, a, total);
   int memfd = -1;
-  d.answer_next(0);
-  share_mr_pages(&d.ctx, 60, a, total);
-  REQUIRE(d.take(req, memfd));
-  close(memfd);
   // Same range, same rights: the daemon keeps its mapping, so do the pages.
   rereg_mr_pages(&d.ctx, 60, a, total, false);
   CHECK_FALSE(d.take(req, memfd));
   CHECK(on_memfd(a));
   // A new range: a goes back, b is shared.
-  d.answer_next(0);
-  rereg_mr_pages(&d.ctx, 60, b, total, true);
-  REQUIRE(d.take(req, memfd));
-  close(memfd);
+  req = d.share(60, b, total, true);
   CHECK(req.lkey == 60);
   CHECK(req.va == reinterpret_cast<uintptr_t>(b));
   CHECK_FALSE(any_on_memfd(a, total));
@@ -416,10 +415,7 @@ TEST_CASE("share: a rereg that drops the daemon's mapping restores the old pages
   CHECK(holds(a, total, 10));
   CHECK(holds(b, total, 11));
   // New rights on the same range: shared again with a new memfd.
-  d.answer_next(0);
-  rereg_mr_pages(&d.ctx, 60, b, total, true);
-  REQUIRE(d.take(req, memfd));
-  close(memfd);
+  req = d.share(60, b, total, true);
   CHECK(on_memfd(b));
   CHECK(holds(b, total, 11));
   forget_mr_pages(&d.ctx, 60);
