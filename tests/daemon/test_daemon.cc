@@ -121,6 +121,25 @@ struct Side {
   }
 };
 
+// Two namespaces joined by a veth pair, a sroced in each (the fixture of the two-host cases);
+// connect() opens an RC QP on each side with a 1 MiB MR and connects them.
+struct TwoDaemons {
+  NetnsPair ns;
+  DaemonProcess da{{"--address", ns.addr_a}, ns.ns_a};
+  DaemonProcess db{{"--address", ns.addr_b}, ns.ns_b};
+  TwoDaemons() {
+    REQUIRE(ns.ok());
+    REQUIRE(da.ok());
+    REQUIRE(db.ok());
+  }
+  void connect(Side& a, Side& b) {
+    REQUIRE(a.open(da.socket(), 1 << 20) == 0);
+    REQUIRE(b.open(db.socket(), 1 << 20) == 0);
+    REQUIRE(a.connect_to(b.qp.qpn, ns.addr_b) == 0);
+    REQUIRE(b.connect_to(a.qp.qpn, ns.addr_a) == 0);
+  }
+};
+
 sroce_send_wqe wqe(uint64_t wr_id, uint8_t opcode, uint32_t flags = IBV_SEND_SIGNALED) {
   sroce_send_wqe w{};
   w.wr_id = wr_id;
@@ -374,17 +393,10 @@ TEST_CASE("garbage on the RoCEv2 port is dropped and counted", "[daemon][netns]"
 
 TEST_CASE("RC across two daemons in two namespaces", "[daemon][netns]") {
   REQUIRE_ROOT();
-  NetnsPair ns;
-  REQUIRE(ns.ok());
-  DaemonProcess da({"--address", ns.addr_a}, ns.ns_a);
-  DaemonProcess db({"--address", ns.addr_b}, ns.ns_b);
-  REQUIRE(da.ok());
-  REQUIRE(db.ok());
+  TwoDaemons t;
+  auto& [ns, da, db] = t;
   Side a, b;
-  REQUIRE(a.open(da.socket(), 1 << 20) == 0);
-  REQUIRE(b.open(db.socket(), 1 << 20) == 0);
-  REQUIRE(a.connect_to(b.qp.qpn, ns.addr_b) == 0);
-  REQUIRE(b.connect_to(a.qp.qpn, ns.addr_a) == 0);
+  t.connect(a, b);
 
   SECTION("RDMA WRITE of 256 KiB lands in the peer's memory") {
     for (size_t i = 0; i < 262144; ++i) a.buf[i] = static_cast<char>(i * 7 + 1);
@@ -513,17 +525,10 @@ TEST_CASE("RC across two daemons in two namespaces", "[daemon][netns]") {
 TEST_CASE("SHARE_MR: hostile memfds are refused, a shared MR moves data through the mapping",
           "[daemon][netns]") {
   REQUIRE_ROOT();
-  NetnsPair ns;
-  REQUIRE(ns.ok());
-  DaemonProcess da({"--address", ns.addr_a}, ns.ns_a);
-  DaemonProcess db({"--address", ns.addr_b}, ns.ns_b);
-  REQUIRE(da.ok());
-  REQUIRE(db.ok());
+  TwoDaemons t;
+  auto& [ns, da, db] = t;
   Side a, b;
-  REQUIRE(a.open(da.socket(), 1 << 20) == 0);
-  REQUIRE(b.open(db.socket(), 1 << 20) == 0);
-  REQUIRE(a.connect_to(b.qp.qpn, ns.addr_b) == 0);
-  REQUIRE(b.connect_to(a.qp.qpn, ns.addr_a) == 0);
+  t.connect(a, b);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const auto bb = reinterpret_cast<uint64_t>(b.buf.data());
   const uint64_t va = (bb + page - 1) & ~(page - 1);
@@ -619,12 +624,8 @@ TEST_CASE("SHARE_MR: hostile memfds are refused, a shared MR moves data through 
 
 TEST_CASE("the peer of a process that dies gets error completions", "[daemon][netns]") {
   REQUIRE_ROOT();
-  NetnsPair ns;
-  REQUIRE(ns.ok());
-  DaemonProcess da({"--address", ns.addr_a}, ns.ns_a);
-  DaemonProcess db({"--address", ns.addr_b}, ns.ns_b);
-  REQUIRE(da.ok());
-  REQUIRE(db.ok());
+  TwoDaemons t;
+  auto& [ns, da, db] = t;
   Side b;
   REQUIRE(b.open(db.socket(), 1 << 16) == 0);
   int to_child[2], to_parent[2];
@@ -668,17 +669,10 @@ TEST_CASE("the peer of a process that dies gets error completions", "[daemon][ne
 // 64 KiB messages, a window of 16 outstanding, for `SROCE_BENCH_SECONDS`.
 TEST_CASE("bench: RDMA WRITE goodput through two daemons", "[.bench]") {
   REQUIRE_ROOT();
-  NetnsPair ns;
-  REQUIRE(ns.ok());
-  DaemonProcess da({"--address", ns.addr_a}, ns.ns_a);
-  DaemonProcess db({"--address", ns.addr_b}, ns.ns_b);
-  REQUIRE(da.ok());
-  REQUIRE(db.ok());
+  TwoDaemons t;
+  auto& [ns, da, db] = t;
   Side a, b;
-  REQUIRE(a.open(da.socket(), 1 << 20) == 0);
-  REQUIRE(b.open(db.socket(), 1 << 20) == 0);
-  REQUIRE(a.connect_to(b.qp.qpn, ns.addr_b) == 0);
-  REQUIRE(b.connect_to(a.qp.qpn, ns.addr_a) == 0);
+  t.connect(a, b);
   const char* env = getenv("SROCE_BENCH_SECONDS");
   double seconds = env ? atof(env) : 3;
   constexpr uint32_t kMsg = 65536, kWindow = 16;
