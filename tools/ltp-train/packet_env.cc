@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <random>
 
-#include "cc_eval.h"
+#include "sroce/sim/cc_eval.h"
 
 namespace ltp_train {
 

@@ -21,7 +21,7 @@
 //   drain_us=100000                          run limit after the arrivals (ends when all done)
 //   warmup=1 (lossy runs): one 4 KiB flow per host pair at t=0 so that every QP
 //   has negotiated lossy mode before the measured flows start at warmup_us=40.
-#include "cc_eval.h"
+#include "sroce/sim/cc_eval.h"
 
 #include <algorithm>
 #include <chrono>

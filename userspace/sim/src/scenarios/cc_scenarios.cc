@@ -3,7 +3,7 @@
 // traffic, lossless (PFC, compatible mode) and lossy (no PFC, lanes +
 // selective repeat), plus the no-CC baseline and, for all-to-all, the Odin
 // ablation. Parameters: cc_eval.cc.
-#include "cc_eval.h"
+#include "sroce/sim/cc_eval.h"
 
 namespace sroce::sim {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "cc_eval.h"
+#include "sroce/sim/cc_eval.h"
 
 namespace sroce::sim {
 
