@@ -77,6 +77,14 @@ struct RxeRnr {
     FAIL("RxeRnr::run_until: no progress");
     return false;
   }
+  // Runs until a's completions polled into `got` number `n`, or `stop()` holds.
+  bool run_polling(std::vector<Wc>& got, size_t n, const std::function<bool()>& stop = {}) {
+    return run_until([&] {
+      auto v = p.a.poll();
+      got.insert(got.end(), v.begin(), v.end());
+      return got.size() >= n || (stop && stop());
+    });
+  }
   size_t rnr_naks() const { return p.w.count([](const WirePkt& x) { return x.is_rnr(); }); }
 
   Pair p;
@@ -92,11 +100,7 @@ TEST_CASE("rxe's sequence NAK behind each RNR NAK costs no retry: a late receive
   RxeRnr r({.retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1});
   std::vector<Wc> wa;
   // 30 RNR rounds, each with rxe's sequence NAK: far more than retry_cnt.
-  r.run_until([&] {
-    auto v = r.p.a.poll();
-    wa.insert(wa.end(), v.begin(), v.end());
-    return !wa.empty() || r.rnr_naks() >= 30;
-  });
+  r.run_polling(wa, 1, [&] { return r.rnr_naks() >= 30; });
   INFO((wa.empty() ? std::string("no completion") : wc_str(wa[0])));
   REQUIRE(wa.empty());  // before the fix: RETRY_EXC_ERR at the 8th round
   CHECK(r.seq_naks >= 29);
@@ -106,11 +110,7 @@ TEST_CASE("rxe's sequence NAK behind each RNR NAK costs no retry: a late receive
   for (int i = 0; i < kSends; ++i)
     REQUIRE(post_recv(r.p.b, r.p.qb, {sge(r.p.b, 0x100000 + i * 0x1000ull, 2048)},
                       static_cast<uint64_t>(100 + i)) == 0);
-  REQUIRE(r.run_until([&] {
-    auto v = r.p.a.poll();
-    wa.insert(wa.end(), v.begin(), v.end());
-    return wa.size() >= kSends;
-  }));
+  REQUIRE(r.run_polling(wa, kSends));
   REQUIRE(wa.size() == kSends);
   for (int i = 0; i < kSends; ++i) {
     INFO(wc_str(wa[static_cast<size_t>(i)]));
@@ -133,11 +133,7 @@ TEST_CASE("against rxe a finite rnr_retry ends in RNR_RETRY_EXC_ERR, not RETRY_E
   // rnr_retry 5 > retry_cnt 1: the RNR count must be what runs out.
   RxeRnr r({.retry_cnt = 1, .rnr_retry = 5, .min_rnr_timer = 1});
   std::vector<Wc> wa;
-  r.run_until([&] {
-    auto v = r.p.a.poll();
-    wa.insert(wa.end(), v.begin(), v.end());
-    return wa.size() >= kSends;
-  });
+  r.run_polling(wa, kSends);
   REQUIRE(wa.size() == kSends);
   INFO(wc_str(wa[0]));
   CHECK(wa[0].wr_id == 0);
