@@ -88,7 +88,14 @@ static void parse(int argc, char **argv)
 		case 'r': g_p.slots = (uint32_t)v; break;
 		case 'm': g_p.min_size = (uint32_t)v; break;
 		case 'C': g_corrupt = (long)v; break;
-		case 'L': g_p.late_recv_ms = v < DC_LATE_NEVER ? (uint32_t)v : DC_LATE_NEVER - 1; break;
+		case 'L':
+			if (v > 60000) {
+				fprintf(stderr, "datacheck: --late-recv takes 0..60000 ms or never (the "
+						"client waits %d s for a completion)\n", DC_POLL_SECONDS);
+				exit(2);
+			}
+			g_p.late_recv_ms = (uint32_t)v;
+			break;
 		case 'R': g_rnr_retry = v <= 7 ? (int)v : -1; break;
 		case 'T': g_rnr_timer = v <= 31 ? (int)v : -1; break;
 		default: usage();
