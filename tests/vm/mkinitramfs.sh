@@ -32,7 +32,7 @@ echo "hosts: files" >"$st/etc/nsswitch.conf"
 printf '127.0.0.1 localhost\n' >"$st/etc/hosts"
 
 # The kernel's modules: what the tests load, with what they depend on.
-mods="virtio_pci virtio_net virtio_blk veth crc32_generic rdma_rxe ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm sch_netem"
+mods="virtio_pci virtio_net virtio_blk veth crc32_generic rdma_rxe ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm sch_netem sch_prio cls_u32"
 for m in $mods; do
 	modprobe -d "$kroot" -S "$kver" --show-depends "$m"
 done | awk '$1 == "insmod" { print $2 }' | sort -u | while read -r f; do

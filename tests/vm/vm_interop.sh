@@ -13,6 +13,8 @@ T0=$(cut -d. -f1 /proc/uptime)
 pass() { checks=$((checks + 1)); echo "PASS $*"; }
 fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
 expect() { d=$1; shift; if "$@" >/tmp/out 2>&1; then pass "$d"; else fail "$d"; sed 's/^/    /' /tmp/out; fi; }
+# moved A B PASS_TEXT FAIL_TEXT: a pass if counts A and B both went up (are above 0).
+moved() { if [ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ]; then pass "$3"; else fail "$4"; fi; }
 wait_for() { # seconds, then a command
 	n=$(($1 * 10)); shift
 	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
@@ -211,6 +213,7 @@ both "ib_read_bw IPv6" 120 -x "$RG6" "$SG6" ib_read_bw -F -m 1024 -o 16 -s 16384
 # lagged behind its ACK timer (docs/interop.md; engine test "a starved requester ...").
 echo "== 64 KiB messages"
 eng_json() { $NS sroce status --json --dev sroce0 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['engine']['$1'])" 2>/dev/null; }
+rxe_stat() { rdma statistic show link rxe0/1 2>/dev/null | tr -s ' ' '\n' | grep -A1 -x "$1" | tail -n1; }
 both "ibv_rc_pingpong -c 64 KiB" 180 -g "$RG4" "$SG4" ibv_rc_pingpong -n 10 -s 65536 -c
 echo "INFO sroced after the 64 KiB pingpongs: retransmits $(eng_json retransmits), timeouts $(eng_json timeouts)"
 
@@ -223,6 +226,36 @@ if command -v sroce-datacheck >/dev/null; then
 	both "sroce-datacheck IPv6" 240 -g "$RG6" "$SG6" sroce-datacheck -p 18802 -n 96 -s 16384
 else
 	fail "sroce-datacheck missing from the VM image"
+fi
+
+# RNR (IBA 9.7.5): the server's receives are posted 600 ms after its go (--late-recv), its
+# RNR timer 1.28 ms (--rnr-timer 14; rxe waits at least a jiffy), so each of the two rounds
+# of SENDs meets RNR NAKs round after round, and rxe NAKs the rest of each resent window with
+# a PSN sequence NAK too (its out_of_seq_request; docs/interop.md, "RNR"). sroce must wait out
+# more RNR rounds than retry_cnt (7) per round without RETRY_EXC_ERR: rnr_retry 7 retries
+# forever and every byte is checked. Then a server that never posts and rnr_retry 3: the
+# client must see its first SEND end in RNR_RETRY_EXC_ERR and the rest flushed
+# (sroce-datacheck checks each status).
+if command -v sroce-datacheck >/dev/null; then
+	echo "== RNR: receives posted late, and never"
+	s_rs0=$(eng_json rnr_naks_sent); s_rr0=$(eng_json rnr_naks_received)
+	r_rs0=$(rxe_stat send_rnr_err); r_rr0=$(rxe_stat rcvd_rnr_err); r_oos0=$(rxe_stat out_of_seq_request)
+	both "sroce-datacheck RNR, rnr_retry 7" 300 -g "$RG4" "$SG4" sroce-datacheck -p 18804 -n 32 -s 16384 --late-recv 600 --rnr-retry 7 --rnr-timer 14
+	s_rs=$(($(eng_json rnr_naks_sent) - s_rs0)); s_rr=$(($(eng_json rnr_naks_received) - s_rr0))
+	r_rs=$(($(rxe_stat send_rnr_err) - r_rs0)); r_rr=$(($(rxe_stat rcvd_rnr_err) - r_rr0))
+	r_oos=$(($(rxe_stat out_of_seq_request) - r_oos0))
+	echo "INFO RNR, late receives: sroced rnr_naks_sent +$s_rs rnr_naks_received +$s_rr; rxe send_rnr_err +$r_rs rcvd_rnr_err +$r_rr out_of_seq_request +$r_oos; rxe retry_exceeded_err $(rxe_stat retry_exceeded_err)"
+	[ "$s_rr" -ge 16 ] && pass "sroce waited out $s_rr RNR NAKs from rxe in two rounds (more than retry_cnt 7 each), with rxe's sequence NAKs behind them (out_of_seq_request +$r_oos)" ||
+		fail "sroce saw only $s_rr RNR NAKs from rxe: fewer RNR rounds than retry_cnt, the wait proves nothing"
+	moved "$s_rs" "$r_rr" "sroce RNR NAKed rxe's SENDs, rxe waited (sroced rnr_naks_sent +$s_rs, rxe rcvd_rnr_err +$r_rr)" \
+		"no RNR from sroce to rxe (sroced rnr_naks_sent +$s_rs, rxe rcvd_rnr_err +$r_rr)"
+	moved "$r_rs" "$s_rr" "rxe RNR NAKed sroce's SENDs, sroce waited (rxe send_rnr_err +$r_rs, sroced rnr_naks_received +$s_rr)" \
+		"no RNR from rxe to sroce (rxe send_rnr_err +$r_rs, sroced rnr_naks_received +$s_rr)"
+	r_x0=$(rxe_stat retry_rnr_exceeded_err)
+	both "sroce-datacheck RNR_RETRY_EXC_ERR, rnr_retry 3" 120 -g "$RG4" "$SG4" sroce-datacheck -p 18805 -n 16 -s 16384 --late-recv never --rnr-retry 3 --rnr-timer 14
+	r_x=$(($(rxe_stat retry_rnr_exceeded_err) - r_x0))
+	[ "$r_x" -gt 0 ] && pass "rxe counted its RNR_RETRY_EXC_ERR (retry_rnr_exceeded_err +$r_x)" ||
+		fail "rxe's retry_rnr_exceeded_err did not move"
 fi
 
 echo "== rdma_cm (QP1 MADs between rdma_rxe and rdma_sroce)"
@@ -294,9 +327,9 @@ fi
 # compared, then both stacks must have retransmitted: sroce (its `retransmits`, rxe's
 # `duplicate_request`) and rxe (its `completer_retry_err`, sroced's `duplicates`).
 echo "== loss and reordering (netem: loss 1%, 75% of frames 2 ms late)"
-rxe_stat() { rdma statistic show link rxe0/1 2>/dev/null | tr -s ' ' '\n' | grep -A1 -x "$1" | tail -n1; }
 # busybox sh prefers its own applets (tc among them) to PATH: the real one by its path.
 TC=/usr/sbin/tc
+qdiscs_off() { $TC qdisc del dev ifr root; $NS $TC qdisc del dev ifs root; }
 if modprobe sch_netem && [ -x $TC ] &&
 	$TC qdisc add dev ifr root netem loss 1% delay 2ms reorder 25% 50% &&
 	$NS $TC qdisc add dev ifs root netem loss 1% delay 2ms reorder 25% 50%; then
@@ -311,14 +344,46 @@ if modprobe sch_netem && [ -x $TC ] &&
 	echo "INFO netem: ifr $($TC -s qdisc show dev ifr | tr -s ' \n' ' ' | grep -o 'Sent.*dropped [0-9]*')"
 	echo "INFO netem: ifs $($NS $TC -s qdisc show dev ifs | tr -s ' \n' ' ' | grep -o 'Sent.*dropped [0-9]*')"
 	echo "INFO under loss: sroced retransmits +$s_rtx, naks_received +$s_nak, duplicates +$s_dup; rxe duplicate_request +$r_dup, completer_retry_err +$r_rtx, rcvd_seq_err +$r_seq"
-	[ "$s_rtx" -gt 0 ] && [ "$r_dup" -gt 0 ] && pass "sroce retransmitted to rxe under loss (retransmits +$s_rtx, rxe duplicate_request +$r_dup)" ||
-		fail "no retransmission from sroce seen (retransmits +$s_rtx, rxe duplicate_request +$r_dup)"
-	[ "$r_rtx" -gt 0 ] && [ "$s_dup" -gt 0 ] && pass "rxe retransmitted to sroce under loss (completer_retry_err +$r_rtx, sroced duplicates +$s_dup)" ||
-		fail "no retransmission from rxe seen (completer_retry_err +$r_rtx, sroced duplicates +$s_dup)"
-	$TC qdisc del dev ifr root
-	$NS $TC qdisc del dev ifs root
+	moved "$s_rtx" "$r_dup" "sroce retransmitted to rxe under loss (retransmits +$s_rtx, rxe duplicate_request +$r_dup)" \
+		"no retransmission from sroce seen (retransmits +$s_rtx, rxe duplicate_request +$r_dup)"
+	moved "$r_rtx" "$s_dup" "rxe retransmitted to sroce under loss (completer_retry_err +$r_rtx, sroced duplicates +$s_dup)" \
+		"no retransmission from rxe seen (completer_retry_err +$r_rtx, sroced duplicates +$s_dup)"
+	qdiscs_off
 else
 	fail "netem (sch_netem, tc) unavailable: no loss test"
+fi
+
+# Replayed READs and atomics: a prio qdisc on both ends sends READ responses and atomic
+# ACKs (BTH opcode 0x0d-0x10, 0x12 at offset 28 of an IPv4 UDP/4791 frame) through a netem
+# band that loses 30% of them, and nothing else. The requester asks again (implied NAK or
+# timeout); the responder must answer the duplicate READ from its memory and the duplicate
+# atomic from its replay resources without executing it twice (IBA 9.7, duplicates):
+# sroce-datacheck compares every READ byte, every atomic's returned value and the atomic
+# targets after each round, on both ends.
+echo "== replayed READs and atomics (30% of their responses lost)"
+lossy_responses() { # "NS prefix" DEV
+	$1 $TC qdisc add dev "$2" root handle 1: prio &&
+		$1 $TC qdisc add dev "$2" parent 1:3 handle 30: netem loss 30% || return 1
+	for op in 0x0d 0x0e 0x0f 0x10 0x12; do
+		$1 $TC filter add dev "$2" parent 1: protocol ip prio 1 u32 match u8 17 0xff at 9 \
+			match u16 4791 0xffff at 22 match u8 $op 0xff at 28 flowid 1:3 || return 1
+	done
+}
+netem_drops() { $1 $TC -s qdisc show dev "$2" | tr -s ' \n' ' ' | sed -n 's/.*qdisc netem 30:.*dropped \([0-9]*\).*/\1/p'; }
+modprobe sch_prio; modprobe cls_u32
+if [ -x $TC ] && lossy_responses "" ifr && lossy_responses "$NS" ifs; then
+	s_dup0=$(eng_json duplicates); r_dup0=$(rxe_stat duplicate_request)
+	both "sroce-datacheck, READ/atomic responses lost" 300 -g "$RG4" "$SG4" sroce-datacheck -p 18806 -n 48 -s 4096
+	s_dup=$(($(eng_json duplicates) - s_dup0)); r_dup=$(($(rxe_stat duplicate_request) - r_dup0))
+	d_r=$(netem_drops "" ifr); d_s=$(netem_drops "$NS" ifs)
+	echo "INFO responses lost: rxe's ${d_r:-?} (ifr), sroce's ${d_s:-?} (ifs); sroced duplicates +$s_dup, rxe duplicate_request +$r_dup"
+	moved "${d_s}" "$s_dup" "sroce's responses lost ($d_s), rxe asked again, sroce replayed (sroced duplicates +$s_dup)" \
+		"no replay by sroce seen (lost ${d_s:-?}, sroced duplicates +$s_dup)"
+	moved "${d_r}" "$r_dup" "rxe's responses lost ($d_r), sroce asked again, rxe replayed (rxe duplicate_request +$r_dup)" \
+		"no replay by rxe seen (lost ${d_r:-?}, rxe duplicate_request +$r_dup)"
+	qdiscs_off
+else
+	fail "prio/netem/u32 (tc) unavailable: no replay test"
 fi
 
 stop_sroced

@@ -1,9 +1,10 @@
 /* sroce-datacheck: every byte of SEND, SEND with immediate, WRITE, WRITE with immediate and
  * READ, and the results of both atomics, checked across two hosts (datacheck.h).
  *
- *   server: sroce-datacheck [-d DEV] [-g GID] [-p PORT]
+ *   server: sroce-datacheck [-d DEV] [-g GID] [-p PORT] [--rnr-retry N] [--rnr-timer N]
  *   client: sroce-datacheck [-d DEV] [-g GID] [-p PORT] [-n STEPS] [-s MAX] [-S SEED]
- *                           [-r SLOTS] [-m MIN] [--corrupt STEP] SERVER
+ *                           [-r SLOTS] [-m MIN] [--corrupt STEP] [--late-recv MS|never]
+ *                           [--rnr-retry N] [--rnr-timer N] SERVER
  *
  * The client's plan parameters win (it sends them first). The steps run in rounds of SLOTS:
  * the server fills its buffers with canaries, posts one receive per step and says go (TCP);
@@ -12,7 +13,14 @@
  * the server checks each receive's completion and buffers, and the atomic targets, and gives
  * its verdict. Exit 0 only if every check on both sides passed; the last line says what was
  * checked. --corrupt STEP flips one byte of that step's data on the client, to show that the
- * other side notices. */
+ * other side notices.
+ *
+ * RNR (IBA 9.7.5): --late-recv MS has the server post each round's receives MS ms after its
+ * go, so the client's SENDs meet RNR NAKs until then; --late-recv never has it post none, and
+ * the client then expects, in the first round, success up to the first operation that needs a
+ * receive, RNR_RETRY_EXC_ERR for that one and WR_FLUSH_ERR for the rest (and needs a finite
+ * --rnr-retry). --rnr-retry N (0-7, 7 = forever) and --rnr-timer N (the responder's
+ * min_rnr_timer, 0-31 as in IBA table 45) set this side's QP; the defaults are 7 and 12. */
 #include "datacheck.h"
 
 #include <arpa/inet.h>
@@ -39,21 +47,31 @@ static int g_port = 18800;
 static long g_corrupt = -1;
 static struct dc_params g_p = {.steps = 400, .max_size = 65536, .slots = 16, .max_sge = 3};
 static bool g_seeded;
+static int g_rnr_retry = 7, g_rnr_timer = 12;
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: sroce-datacheck [-d DEV] [-g GID] [-p PORT] [-n STEPS] [-s MAX] "
-			"[-S SEED] [-r SLOTS] [-m MIN] [--corrupt STEP] [SERVER]\n");
+			"[-S SEED] [-r SLOTS] [-m MIN] [--corrupt STEP] [--late-recv MS|never] "
+			"[--rnr-retry 0-7] [--rnr-timer 0-31] [SERVER]\n");
 	exit(2);
 }
 
 static void parse(int argc, char **argv)
 {
-	static const struct option longs[] = {{"corrupt", required_argument, 0, 'C'}, {0, 0, 0, 0}};
+	static const struct option longs[] = {{"corrupt", required_argument, 0, 'C'},
+					      {"late-recv", required_argument, 0, 'L'},
+					      {"rnr-retry", required_argument, 0, 'R'},
+					      {"rnr-timer", required_argument, 0, 'T'},
+					      {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "d:g:p:n:s:S:r:m:", longs, NULL)) != -1) {
 		char *end = NULL;
 		unsigned long long v = 0;
+		if (c == 'L' && strcmp(optarg, "never") == 0) {
+			g_p.late_recv_ms = DC_LATE_NEVER;
+			continue;
+		}
 		if (c != 'd') {
 			errno = 0;
 			v = strtoull(optarg, &end, 0);
@@ -70,6 +88,16 @@ static void parse(int argc, char **argv)
 		case 'r': g_p.slots = (uint32_t)v; break;
 		case 'm': g_p.min_size = (uint32_t)v; break;
 		case 'C': g_corrupt = (long)v; break;
+		case 'L':
+			if (v > 60000) {
+				fprintf(stderr, "datacheck: --late-recv takes 0..60000 ms or never (the "
+						"client waits %d s for a completion)\n", DC_POLL_SECONDS);
+				exit(2);
+			}
+			g_p.late_recv_ms = (uint32_t)v;
+			break;
+		case 'R': g_rnr_retry = v <= 7 ? (int)v : -1; break;
+		case 'T': g_rnr_timer = v <= 31 ? (int)v : -1; break;
 		default: usage();
 		}
 	}
@@ -82,12 +110,22 @@ static void parse(int argc, char **argv)
 		fprintf(stderr, "datacheck: -n, -s (1..64 MiB), -r (1..512) must be positive, -m <= -s\n");
 		exit(2);
 	}
+	if (g_rnr_retry < 0 || g_rnr_timer < 0) {
+		fprintf(stderr, "datacheck: --rnr-retry takes 0..7 (7: forever), --rnr-timer 0..31 "
+				"(IBA table 45)\n");
+		exit(2);
+	}
+	if (g_p.late_recv_ms == DC_LATE_NEVER && g_rnr_retry == 7) {
+		fprintf(stderr, "datacheck: --late-recv never needs --rnr-retry 0..6: 7 retries "
+				"forever\n");
+		exit(2);
+	}
 }
 
 /* The wire of the TCP exchange: fixed-width, big-endian. */
 struct dc_wire_params {
 	uint64_t seed;
-	uint32_t steps, max_size, slots, max_sge, mtu, min_size;
+	uint32_t steps, max_size, slots, max_sge, mtu, min_size, late_recv_ms, pad;
 };
 struct dc_wire_qp {
 	uint32_t qpn, psn, rkey, pad;
@@ -104,6 +142,8 @@ int main(int argc, char **argv)
 	struct dc_ctx ctx;
 	if (dc_open(&ctx, g_dev, g_gid))
 		return 1;
+	ctx.rnr_retry = (uint8_t)g_rnr_retry;
+	ctx.min_rnr_timer = (uint8_t)g_rnr_timer;
 
 	/* The plan's parameters: the client's. */
 	struct dc_wire_params wp;
@@ -115,7 +155,7 @@ int main(int argc, char **argv)
 			g_p.max_sge = ctx.max_sge;
 		wp = (struct dc_wire_params){htobe64(g_p.seed), htonl(g_p.steps), htonl(g_p.max_size),
 					     htonl(g_p.slots), htonl(g_p.max_sge), htonl(g_p.mtu),
-					     htonl(g_p.min_size)};
+					     htonl(g_p.min_size), htonl(g_p.late_recv_ms), 0};
 		if (dc_send_all(fd, &wp, sizeof(wp)))
 			return 1;
 	} else {
@@ -123,7 +163,7 @@ int main(int argc, char **argv)
 			return 1;
 		g_p = (struct dc_params){be64toh(wp.seed), ntohl(wp.steps), ntohl(wp.max_size),
 					 ntohl(wp.slots), ntohl(wp.max_sge), ntohl(wp.mtu),
-					 ntohl(wp.min_size)};
+					 ntohl(wp.min_size), ntohl(wp.late_recv_ms)};
 		if (g_p.slots == 0 || g_p.slots > 512 || g_p.max_size > (64u << 20) ||
 		    g_p.max_sge == 0 || g_p.mtu == 0) {
 			fprintf(stderr, "datacheck: the client sent impossible parameters\n");
@@ -133,6 +173,12 @@ int main(int argc, char **argv)
 	printf("datacheck: %s, seed 0x%llx, %u steps, sizes %u..%u B, %u per round, %u SGEs, "
 	       "MTU %u\n", g_server ? "client" : "server", (unsigned long long)g_p.seed, g_p.steps,
 	       g_p.min_size, g_p.max_size, g_p.slots, g_p.max_sge, g_p.mtu);
+	if (g_p.late_recv_ms == DC_LATE_NEVER)
+		printf("datacheck: the server never posts its receives; rnr_retry %d, min_rnr_timer "
+		       "%d\n", g_rnr_retry, g_rnr_timer);
+	else if (g_p.late_recv_ms)
+		printf("datacheck: the server posts its receives %u ms late; rnr_retry %d, "
+		       "min_rnr_timer %d\n", g_p.late_recv_ms, g_rnr_retry, g_rnr_timer);
 	fflush(stdout);
 
 	struct dc_layout l;

@@ -58,7 +58,12 @@ struct dc_params {
 	uint32_t max_sge;
 	uint32_t mtu;
 	uint32_t min_size; /* 0: zero-length transfers are part of the plan */
+	/* --late-recv: the server posts each round's receives this many ms after its go, so
+	 * the client's SENDs meet RNR NAKs; DC_LATE_NEVER: it never posts them, and the first
+	 * operation that needs a receive must end in RNR_RETRY_EXC_ERR (not part of the plan). */
+	uint32_t late_recv_ms;
 };
+#define DC_LATE_NEVER 0xffffffffu
 
 /* The layout both sides agree on (offsets in bytes from each MR's start). */
 struct dc_layout {

@@ -22,6 +22,10 @@ struct dc_ctx {
 	enum ibv_mtu mtu_enum;
 	uint32_t max_sge;
 	uint8_t rd_atom;
+	/* This side's QP: its requester's rnr_retry, its responder's min_rnr_timer
+	 * (--rnr-retry, --rnr-timer; IBA table 45 encoding). */
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
 };
 
 struct dc_run {
@@ -50,7 +54,7 @@ int dc_sync(int fd, char c);
 #define DC_ABORT 'X'
 int dc_peer_spoke(int fd);
 
-int dc_open(struct dc_ctx *c, const char *dev, int gid_index);
+int dc_open(struct dc_ctx *c, const char *dev, int gid_index); /* rnr_retry 7, min_rnr_timer 12 */
 int dc_setup(struct dc_ctx *c, size_t len, uint32_t send_depth);
 int dc_connect_qp(struct dc_ctx *c, uint32_t qpn, uint32_t psn, const union ibv_gid *gid);
 void dc_close(struct dc_ctx *c);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "datacheck_io.h"
 
@@ -212,6 +213,44 @@ static int check_wc(uint32_t i, const struct ibv_wc *wc, const struct expect *ex
 	return 0;
 }
 
+/* Does this work request take one of the server's receives (datacheck.c: a marker SEND has
+ * an odd wr_id)? */
+static bool needs_recv(const struct dc_run *r, uint64_t wr_id)
+{
+	enum dc_op op = r->steps[wr_id >> 1].op;
+	return (wr_id & 1) || op == DC_SEND || op == DC_SEND_IMM || op == DC_WRITE_IMM;
+}
+
+/* --late-recv never: the server posted no receive. In order: success up to the first work
+ * request that needs one, RNR_RETRY_EXC_ERR for it (IBA 9.7.5: rnr_retry ran out), then
+ * WR_FLUSH_ERR for the rest (the QP is in the error state). */
+static int check_never(struct dc_run *r, const struct expect *ex, uint32_t nex)
+{
+	bool failed = false;
+	for (uint32_t k = 0; k < nex; k++) {
+		struct ibv_wc wc;
+		uint32_t i = (uint32_t)(ex[k].wr_id >> 1);
+		if (dc_poll_one(r->ctx, r->fd, &wc))
+			return -1;
+		enum ibv_wc_status want = failed ? IBV_WC_WR_FLUSH_ERR
+				    : needs_recv(r, ex[k].wr_id) ? IBV_WC_RNR_RETRY_EXC_ERR
+								 : IBV_WC_SUCCESS;
+		if (wc.wr_id != ex[k].wr_id || wc.status != want) {
+			fprintf(stderr, "datacheck: FAIL step %u: completion wr_id %llu status %s (%d), "
+					"expected wr_id %llu status %s (the server posts no receive)\n",
+				i, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.status,
+				(unsigned long long)ex[k].wr_id, ibv_wc_status_str(want));
+			return -1;
+		}
+		if (want == IBV_WC_RNR_RETRY_EXC_ERR)
+			printf("datacheck: step %u (%s%s) ended in %s, as it must: the server posts no "
+			       "receive\n", i, dc_op_name(r->steps[i].op),
+			       ex[k].wr_id & 1 ? "'s marker SEND" : "", ibv_wc_status_str(wc.status));
+		failed = failed || want != IBV_WC_SUCCESS;
+	}
+	return failed ? 0 : -1;
+}
+
 int dc_run_client(struct dc_run *r)
 {
 	const struct dc_params *p = r->p;
@@ -236,6 +275,16 @@ int dc_run_client(struct dc_run *r)
 				give_up(r);
 				goto out;
 			}
+		if (p->late_recv_ms == DC_LATE_NEVER) {
+			/* One round: after the RNR error the QP is in the error state. */
+			if (check_never(r, ex, nex)) {
+				give_up(r);
+				goto out;
+			}
+			if (verdict(r, true, 'D') == 0)
+				rc = 0;
+			goto out;
+		}
 		for (uint32_t k = 0; k < nex; k++) {
 			struct ibv_wc wc;
 			uint32_t i = (uint32_t)(ex[k].wr_id >> 1);
@@ -328,16 +377,45 @@ int dc_run_server(struct dc_run *r)
 	memcpy(buf + l->words0, words, sizeof(words));
 	dc_fill_rsrc(p->seed, buf + l->rsrc0, l->rsrc_len);
 
+	if (p->late_recv_ms == DC_LATE_NEVER) {
+		/* No receive posted: nothing may complete here; the client checks its errors. */
+		struct ibv_wc wc;
+		if (dc_send_all(r->fd, "G", 1))
+			goto out;
+		char v[2];
+		if (dc_recv_all(r->fd, v, 2) || v[1] != 'K') {
+			fprintf(stderr, "datacheck: FAIL: the client reports a failure (see its output)\n");
+			goto out;
+		}
+		int got = ibv_poll_cq(r->ctx->cq, 1, &wc);
+		if (dc_send_all(r->fd, got == 0 ? "DK" : "DF", 2) || got != 0) {
+			fprintf(stderr, "datacheck: FAIL: a completion without a receive posted\n");
+			goto out;
+		}
+		printf("datacheck: server posted no receive; no completion here\n");
+		rc = 0;
+		goto out;
+	}
 	for (uint32_t base = 0; base < p->steps; base += p->slots) {
 		uint32_t n = p->steps - base < p->slots ? p->steps - base : p->slots;
 		uint32_t round = base / p->slots;
 		bool ok = true;
 		for (uint32_t j = 0; j < n; j++) {
-			const struct dc_step *s = &r->steps[base + j];
-			uint8_t *recv = buf + l->recv0 + (size_t)j * l->slot;
-			dc_fill_canary(p->seed, round, TAG_RECV + (j << 4), recv, l->slot);
+			dc_fill_canary(p->seed, round, TAG_RECV + (j << 4), buf + l->recv0 + (size_t)j * l->slot,
+				       l->slot);
 			dc_fill_canary(p->seed, round, TAG_WRITE + (j << 4),
 				       buf + l->write0 + (size_t)j * l->slot, l->slot);
+		}
+		if (p->late_recv_ms) {
+			/* --late-recv: go first, receives later; the client's SENDs meet RNR NAKs. */
+			if (dc_send_all(r->fd, "G", 1))
+				goto out;
+			struct timespec ts = {p->late_recv_ms / 1000, (long)(p->late_recv_ms % 1000) * 1000000};
+			nanosleep(&ts, NULL);
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			const struct dc_step *s = &r->steps[base + j];
+			uint8_t *recv = buf + l->recv0 + (size_t)j * l->slot;
 			struct ibv_sge sge = {(uint64_t)(uintptr_t)recv + s->recv_off,
 					      (uint32_t)(l->slot - s->recv_off), r->ctx->mr->lkey};
 			struct ibv_recv_wr wr = {.wr_id = base + j, .sg_list = &sge, .num_sge = 1}, *bad;
@@ -347,7 +425,7 @@ int dc_run_server(struct dc_run *r)
 				goto out;
 			}
 		}
-		if (dc_send_all(r->fd, "G", 1))
+		if (!p->late_recv_ms && dc_send_all(r->fd, "G", 1))
 			goto out;
 		for (uint32_t j = 0; j < n; j++) {
 			struct ibv_wc wc;

@@ -193,6 +193,8 @@ int dc_open(struct dc_ctx *c, const char *dev, int gid_index)
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)time(NULL);
 	c->psn = r & 0xffffff;
+	c->rnr_retry = 7;
+	c->min_rnr_timer = 12; /* 0.64 ms */
 	return 0;
 }
 
@@ -245,7 +247,7 @@ int dc_connect_qp(struct dc_ctx *c, uint32_t qpn, uint32_t psn, const union ibv_
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR, .path_mtu = c->mtu_enum,
 				.dest_qp_num = qpn, .rq_psn = psn, .max_dest_rd_atomic = c->rd_atom,
-				.min_rnr_timer = 12,
+				.min_rnr_timer = c->min_rnr_timer,
 				.ah_attr = {.is_global = 1, .port_num = 1,
 					    .grh = {.dgid = *gid, .sgid_index = (uint8_t)c->gid_index,
 						    .hop_limit = 64}}};
@@ -259,7 +261,7 @@ int dc_connect_qp(struct dc_ctx *c, uint32_t qpn, uint32_t psn, const union ibv_
 	 * rides out a daemon starved for seconds (a loaded TCG VM stalled the default 14,
 	 * 67 ms, into "retry counter exceeded"). */
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 7,
-				 .rnr_retry = 7, .sq_psn = c->psn, .max_rd_atomic = c->rd_atom};
+				 .rnr_retry = c->rnr_retry, .sq_psn = c->psn, .max_rd_atomic = c->rd_atom};
 	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
 		fprintf(stderr, "datacheck: QP to RTS: %s\n", strerror(errno));

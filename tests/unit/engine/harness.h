@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/icrc.h"
 #include "proto/int.h"
 #include "proto/packet.h"
 #include "sroce/engine/engine.h"
@@ -515,6 +516,19 @@ inline void check_mixed_data(Pair& p, const std::vector<int>& kind, const std::v
     else
       CHECK(p.a.mem.same(p.a.addr(0x20000 + at), p.b.mem, p.b.addr(0x200000 + off), lens[i]));
   }
+}
+
+// The ICRC of a packet put together or changed by a test, for the addresses and ports in
+// `m` (Annex A17.3.3; IPv4 id 0, as sroce sends).
+inline void reicrc(std::vector<std::byte>& b, const PacketMeta& m) {
+  sroce_icrc_addr a;
+  std::memcpy(a.src_gid, m.src.raw, 16);
+  std::memcpy(a.dst_gid, m.dst.raw, 16);
+  a.src_port = m.src_port;
+  a.dst_port = m.dst_port;
+  const size_t n = b.size() - SROCE_ICRC_LEN;
+  const uint32_t crc = sroce_icrc_payload(&a, reinterpret_cast<const uint8_t*>(b.data()), n);
+  for (size_t i = 0; i < 4; ++i) b[n + i] = static_cast<std::byte>(crc >> (8 * i));
 }
 
 }  // namespace sroce::test

@@ -6,7 +6,6 @@
 // the same packet from the real peer, so that it shows the packet itself
 // would have worked: the address check is what stops it.
 #include "harness.h"
-#include "proto/icrc.h"
 
 using namespace sroce;
 using namespace sroce::test;
@@ -17,18 +16,8 @@ const Gid kThirdHost = Gid::from_ipv4(0x0a000063);  // 10.0.0.99: neither a (.1)
 
 uint64_t drops(Host& h, RxDropReason r) { return h->stats().rx_drop_reason[r]; }
 
-// The ICRC covers the IP addresses and ports (Annex A17.3.3): a forger
-// computes it for the addresses it puts on the packet.
-void reicrc(std::vector<std::byte>& b, const PacketMeta& m) {
-  sroce_icrc_addr a;
-  std::memcpy(a.src_gid, m.src.raw, 16);
-  std::memcpy(a.dst_gid, m.dst.raw, 16);
-  a.src_port = m.src_port;
-  a.dst_port = m.dst_port;
-  const size_t n = b.size() - SROCE_ICRC_LEN;
-  const uint32_t crc = sroce_icrc_payload(&a, reinterpret_cast<const uint8_t*>(b.data()), n);
-  for (size_t i = 0; i < 4; ++i) b[n + i] = static_cast<std::byte>(crc >> (8 * i));
-}
+// The ICRC covers the IP addresses and ports (Annex A17.3.3): a forger computes it for
+// the addresses it puts on the packet (reicrc, harness.h).
 
 // `p` as sent from `src` (and to `dst`, when given), with a valid ICRC.
 WirePkt forged(const WirePkt& p, const Gid& src, const Gid* dst = nullptr, uint16_t sport = 0) {

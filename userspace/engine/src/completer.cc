@@ -224,6 +224,15 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
           case SROCE_NAK_PSN_SEQ_ERR:
             // IBA 9.7: go back to the PSN the responder expects.
             ++qp.stats.seq_naks_received;
+            if (qp.rnr_wait) {
+              // IBA 9.7.5: while the RNR timer runs, a sequence NAK for the RNR NAKed PSN
+              // (rxe sends one for the rest of each resent window, docs/interop.md "RNR")
+              // says nothing new: the resend after the timer starts there. No retry, no
+              // rewind. One beyond it means the responder has moved past the RNR PSN.
+              if (psn_diff(psn, qp.rnr_psn) <= 0) return;
+              qp.rnr_wait = false;
+              qp.rnr_deadline = Time::never();
+            }
             qp.timeout_probe = false;  // the responder said where to resume
             cc_on_loss(*this, qp, cc::LossKind::kNak, now);
             comp_retry(qp, psn, now, true);
