@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <sched.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -105,4 +106,10 @@ TEST_CASE("by default the loop is a normal task", "[cli]") {
   auto st = sroce::cli::fetch_daemon_stats(d.socket());
   REQUIRE(st);
   CHECK((*st)["sched"] == "other");
+  // datapath.slice_us = 100: EEVDF's per-task slice, from Linux 6.12 (older kernels keep theirs).
+  utsname u{};
+  REQUIRE(uname(&u) == 0);
+  unsigned major = 0, minor = 0;
+  REQUIRE(sscanf(u.release, "%u.%u", &major, &minor) == 2);
+  if (major > 6 || (major == 6 && minor >= 12)) CHECK((*st)["sched_slice_us"] == 100);
 }
