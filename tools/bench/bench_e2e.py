@@ -192,6 +192,16 @@ class Daemons:
             time.sleep(0.1)
 
 
+def tear_down(daemons: "Daemons | None", path, work: str) -> None:
+    """Stops the daemons, removes the path and the work directory."""
+    if daemons:
+        daemons.stop()
+    path.close()
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    os.rmdir(work)
+
+
 def listening(ns: str, port: int) -> bool:
     out = sh("ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}", check=False).stdout
     return bool(out.strip())
@@ -423,12 +433,7 @@ def main() -> int:
         log(f"interrupted ({str(e) or 'SIGINT'}); cleaning up")
         return 130
     finally:
-        if daemons:
-            daemons.stop()
-        path.close()
-        for f in os.listdir(work):
-            os.unlink(os.path.join(work, f))
-        os.rmdir(work)
+        tear_down(daemons, path, work)
 
     r2 = lambda x: round(x, 2)  # noqa: E731
     res["write_bw_gbps_1qp"] = r2(median(bw[1]))
