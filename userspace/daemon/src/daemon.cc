@@ -330,13 +330,16 @@ Result<void> Daemon::start() {
                    cfg_.datapath.busy_poll_us);
   } else if (uint32_t us = cfg_.datapath.slice_us; us > 0) {
     // EEVDF (Linux 6.12+): a task asking for a slice shorter than the one running
-    // preempts it on wake-up, and its share stays the fair one. A default, so a
-    // kernel that refuses it costs a warning, not the start.
+    // preempts it on wake-up, and its share stays the fair one. Only the slice
+    // changes: policy and nice stay as started (nice, systemd's Nice=). A default,
+    // so a kernel that refuses it costs a warning, not the start.
     SchedAttr sa{};
+    int rc = static_cast<int>(syscall(SYS_sched_getattr, 0, &sa, sizeof sa, 0));
     sa.size = sizeof sa;
-    sa.sched_policy = SCHED_OTHER;
+    sa.sched_flags = 0;
     sa.sched_runtime = uint64_t{us} * 1000;
-    if (syscall(SYS_sched_setattr, 0, &sa, 0) != 0)
+    if (rc == 0) rc = static_cast<int>(syscall(SYS_sched_setattr, 0, &sa, 0));
+    if (rc != 0)
       spdlog::warn("sroced: datapath.slice_us = {}: sched_setattr: {}; the kernel's slice is used", us,
                    strerror(errno));
   }
