@@ -3,9 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include <algorithm>
 
 #include "abi_client.h"
 #include "cmd_daemon.h"
@@ -99,10 +103,22 @@ TEST_CASE("datapath.realtime_priority makes the loop SCHED_FIFO and sroce status
 }
 
 TEST_CASE("by default the loop is a normal task", "[cli]") {
+  // Started nice (as a user's `nice sroced` or systemd's Nice=): the slice leaves that alone.
+  const int nice_before = getpriority(PRIO_PROCESS, 0);
+  const int nice_daemon = std::min(19, nice_before + 3);  // raising it needs no privilege
+  REQUIRE(setpriority(PRIO_PROCESS, 0, nice_daemon) == 0);
   DaemonProcess d({"--address", "127.0.0.1", "--port", std::to_string(20000 + (getpid() + 13) % 12000)});
+  if (geteuid() == 0) setpriority(PRIO_PROCESS, 0, nice_before);
   REQUIRE(d.ok());
+  CHECK(getpriority(PRIO_PROCESS, d.pid()) == nice_daemon);
   CHECK(sched_getscheduler(d.pid()) == SCHED_OTHER);
   auto st = sroce::cli::fetch_daemon_stats(d.socket());
   REQUIRE(st);
   CHECK((*st)["sched"] == "other");
+  // datapath.slice_us = 100: EEVDF's per-task slice, from Linux 6.12 (older kernels keep theirs).
+  utsname u{};
+  REQUIRE(uname(&u) == 0);
+  unsigned major = 0, minor = 0;
+  REQUIRE(sscanf(u.release, "%u.%u", &major, &minor) == 2);
+  if (major > 6 || (major == 6 && minor >= 12)) CHECK((*st)["sched_slice_us"] == 100);
 }

@@ -622,6 +622,72 @@ TEST_CASE("SHARE_MR: hostile memfds are refused, a shared MR moves data through 
   CHECK(b.c.reg_mr(b.pd, b.buf.data(), b.buf.size(), IBV_ACCESS_LOCAL_WRITE, &mr2) == 0);
 }
 
+// Daemon::pass drains its receives before it runs the timers: an ACK that waits in the socket
+// behind more datagrams than one burst takes (here: behind every posted receive) cancels its
+// retransmit timer first. Made deterministic with SIGSTOP: A's WRITE is sent while B is
+// stopped, A is stopped, 40 junk datagrams and then B's ACK queue up in A's socket, A resumes
+// after its timeout has passed. Taking one burst (16 receives) before the timers, A counted a
+// timeout and retransmitted (checked by limiting the drain to one burst).
+TEST_CASE("an ACK queued behind a backlog cancels the retransmit timer before it fires", "[daemon][netns]") {
+  REQUIRE_ROOT();
+  TwoDaemons t;
+  auto& [ns, da, db] = t;
+  Side a, b;
+  REQUIRE(a.open(da.socket(), 1 << 16) == 0);
+  REQUIRE(b.open(db.socket(), 1 << 16) == 0);
+  // Timeout 17: 4.096 us * 2^17 = 537 ms, long enough to stop A in between.
+  REQUIRE(a.connect_to(b.qp.qpn, ns.addr_b, 17) == 0);
+  REQUIRE(b.connect_to(a.qp.qpn, ns.addr_a, 17) == 0);
+  const auto tx_of = [](const json& j) { return j["engine"]["tx_packets"].get<uint64_t>(); };
+  const uint64_t a_tx0 = tx_of(stats_of(da.socket())), b_tx0 = tx_of(stats_of(db.socket()));
+  int junk_fd = NetnsPair::udp_socket_in(ns.ns_b);
+  REQUIRE(junk_fd >= 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(4791);
+  REQUIRE(inet_pton(AF_INET, ns.addr_a.c_str(), &to.sin_addr) == 1);
+
+  REQUIRE(kill(db.pid(), SIGSTOP) == 0);
+  for (int i = 0; i < 256; ++i) a.buf[i] = static_cast<char>(i * 3 + 1);
+  auto w = wqe(1, IBV_WR_RDMA_WRITE);
+  w.remote_addr = reinterpret_cast<uint64_t>(b.buf.data());
+  w.rkey = b.mr.rkey;
+  auto sge = a.sge(0, 256);
+  a.c.post_send(a.qp, w, &sge);
+  timespec posted;
+  clock_gettime(CLOCK_MONOTONIC, &posted);
+  json sa = wait_stats(da.socket(), [&](const json& j) { return tx_of(j) > a_tx0; }, 400);
+  REQUIRE(tx_of(sa) > a_tx0);
+  REQUIRE(kill(da.pid(), SIGSTOP) == 0);
+  timespec stopped;
+  clock_gettime(CLOCK_MONOTONIC, &stopped);
+  const int64_t stop_ms = (stopped.tv_sec - posted.tv_sec) * 1000 + (stopped.tv_nsec - posted.tv_nsec) / 1000000;
+  REQUIRE(stop_ms < 400);  // A stopped well before its timer (537 ms)
+  // 40 datagrams of random bytes and lengths (the engine drops them), then the ACK.
+  std::mt19937 rng(21);
+  for (int i = 0; i < 40; ++i) {
+    std::vector<unsigned char> junk(100 + rng() % 900);
+    for (auto& x : junk) x = static_cast<unsigned char>(rng());
+    REQUIRE(sendto(junk_fd, junk.data(), junk.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
+            static_cast<ssize_t>(junk.size()));
+  }
+  close(junk_fd);
+  REQUIRE(kill(db.pid(), SIGCONT) == 0);
+  json sb = wait_stats(db.socket(), [&](const json& j) { return tx_of(j) > b_tx0; });
+  REQUIRE(tx_of(sb) > b_tx0);  // B placed the WRITE and sent its ACK into A's socket
+  CHECK(memcmp(b.buf.data(), a.buf.data(), 256) == 0);
+  usleep(800000);  // past A's retransmit deadline
+  REQUIRE(kill(da.pid(), SIGCONT) == 0);
+  auto cqes = a.c.wait_cqes(a.cq, 1, 5000);
+  REQUIRE(cqes.size() == 1);
+  CHECK(cqes[0].status == IBV_WC_SUCCESS);
+  sa = stats_of(da.socket());
+  CHECK(sa["engine"]["timeouts"].get<uint64_t>() == 0);
+  CHECK(sa["engine"]["retransmits"].get<uint64_t>() == 0);
+  CHECK(sa["loop"]["rx_drains"].get<uint64_t>() >= 1);
+  CHECK(sa["datapath"]["rx_packets"].get<uint64_t>() >= 41);
+}
+
 TEST_CASE("the peer of a process that dies gets error completions", "[daemon][netns]") {
   REQUIRE_ROOT();
   TwoDaemons t;

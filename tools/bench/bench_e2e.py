@@ -11,8 +11,9 @@ On that path, in this order:
    and GRO on receive, 4 KiB segments, plain sockets (the ceiling); the same
    through sroced's UdpDatapath without the engine (`datapath_udp_gbps`); and a
    64-byte raw UDP ping-pong. It uses port 4791, so it runs before the daemons.
-2. sroced in each namespace (by default with the latency set-up of docs/sroced.md:
-   datapath.realtime_priority=50, busy_poll_us=0; --realtime 0 for the defaults);
+2. sroced in each namespace with its default configuration (issue 21: an adaptive
+   spin and a short EEVDF slice, docs/sroced.md "Latency"; --realtime PRIO for the
+   real-time set-up, datapath.realtime_priority=PRIO and busy_poll_us=0);
    then through sroce-run, unchanged:
    ib_write_bw -s 65536 -m 4096 with 1 QP and with 8 QPs (-D S each),
    ib_send_lat and ib_write_lat -s 64 (-n N each).
@@ -191,6 +192,16 @@ class Daemons:
             time.sleep(0.1)
 
 
+def tear_down(daemons: "Daemons | None", path, work: str) -> None:
+    """Stops the daemons, removes the path and the work directory."""
+    if daemons:
+        daemons.stop()
+    path.close()
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    os.rmdir(work)
+
+
 def listening(ns: str, port: int) -> bool:
     out = sh("ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}", check=False).stdout
     return bool(out.strip())
@@ -244,9 +255,9 @@ def main() -> int:
     ap.add_argument("--sroced-arg", action="append", default=[],
                     help="extra sroced argument (repeatable), e.g. --sroced-arg=--set "
                          "--sroced-arg=datapath.memory_batching=false")
-    ap.add_argument("--realtime", type=int, default=50, metavar="PRIO",
-                    help="run both daemons with datapath.realtime_priority=PRIO and busy_poll_us=0, "
-                         "the latency set-up of docs/sroced.md (0: the defaults, normal tasks)")
+    ap.add_argument("--realtime", type=int, default=0, metavar="PRIO",
+                    help="run both daemons with datapath.realtime_priority=PRIO and busy_poll_us=0 "
+                         "(SCHED_FIFO; default 0: sroced's default configuration)")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the ib_write_bw runs (profiling the latency path)")
     ap.add_argument("--perf", metavar="DIR",
@@ -422,12 +433,7 @@ def main() -> int:
         log(f"interrupted ({str(e) or 'SIGINT'}); cleaning up")
         return 130
     finally:
-        if daemons:
-            daemons.stop()
-        path.close()
-        for f in os.listdir(work):
-            os.unlink(os.path.join(work, f))
-        os.rmdir(work)
+        tear_down(daemons, path, work)
 
     r2 = lambda x: round(x, 2)  # noqa: E731
     res["write_bw_gbps_1qp"] = r2(median(bw[1]))

@@ -346,6 +346,9 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.integer("datapath.rcvbuf", c.datapath.rcvbuf, 65536, 1 << 30);
   r.integer("datapath.busy_poll_us", c.datapath.busy_poll_us, 0, 1000000);
   r.integer("datapath.realtime_priority", c.datapath.realtime_priority, 0, 99);
+  r.integer("datapath.slice_us", c.datapath.slice_us, 0, 100000);
+  if (c.datapath.slice_us != 0 && c.datapath.slice_us < 100)
+    r.fail("datapath.slice_us", "0 (the kernel's default) or 100..100000", fmt::format("{}", c.datapath.slice_us));
   r.boolean("datapath.memory_batching", c.datapath.memory_batching);
 
   r.string("dpdk.vdev", c.dpdk.vdev, {}, true, 1023);

@@ -62,6 +62,11 @@ struct Config {
     // priority, so a wake-up preempts the programs spinning on their CQs at
     // once (docs/sroced.md, "Latency"). Needs CAP_SYS_NICE.
     uint32_t realtime_priority = 0;
+    // With realtime_priority 0: the loop's slice as a normal task (EEVDF's
+    // per-task slice, sched_setattr sched_runtime, Linux 6.12+; 100..100000
+    // us, 0 = the kernel's default). A short slice lets the daemon's wake-up
+    // preempt a program spinning on its CQ while it keeps a fair share.
+    uint32_t slice_us = 100;
     bool memory_batching = true;  // read-ahead windows and staged writes of app memory (memory.h)
   } datapath;
 

@@ -2,6 +2,7 @@
 #include "daemon.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sched.h>
@@ -9,10 +10,13 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -29,6 +33,27 @@
 namespace sroce::daemon {
 
 namespace {
+
+// The kernel's struct sched_attr, SCHED_ATTR_SIZE_VER0 (include/uapi/linux/sched/types.h; glibc
+// 2.36 declares neither it nor sched_setattr, and the uapi header clashes with <sched.h>).
+struct SchedAttr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime;  // SCHED_OTHER (Linux 6.12+): the task's slice, ns
+  uint64_t sched_deadline;
+  uint64_t sched_period;
+};
+static_assert(sizeof(SchedAttr) == 48);
+
+// The loop's slice as a normal task (datapath.slice_us), 0 if FIFO or unknown.
+uint64_t slice_us() {
+  SchedAttr sa{};
+  if (syscall(SYS_sched_getattr, 0, &sa, sizeof sa, 0) != 0 || sa.sched_policy != SCHED_OTHER) return 0;
+  return sa.sched_runtime / 1000;
+}
 
 constexpr uint64_t kKeyListen = 0xffff'ffff'0000'0001ull;
 constexpr uint64_t kKeySignal = 0xffff'ffff'0000'0002ull;
@@ -101,6 +126,7 @@ Daemon::~Daemon() {
   engine_.reset();
   if (sigfd_ >= 0) close(sigfd_);
   if (epfd_ >= 0) close(epfd_);
+  if (loadavg_fd_ >= 0) close(loadavg_fd_);
 }
 
 Time Daemon::now() {
@@ -286,6 +312,9 @@ Result<void> Daemon::start() {
     if (!k) spdlog::warn("sroced: kernel path not used: {}", k.error().message);
   }
 
+  // The adaptive spin's look at the run queues (crowded()); without it the loop spins as asked.
+  loadavg_fd_ = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  ncpus_ = static_cast<unsigned>(std::max(1, get_nprocs()));
   if (uint32_t prio = cfg_.datapath.realtime_priority; prio > 0) {
     // The loop thread is the only thread: the whole process becomes SCHED_FIFO.
     // Last of the set-up, so nothing slow (netlink, io_uring set-up) runs at that
@@ -299,6 +328,20 @@ Result<void> Daemon::start() {
       spdlog::warn("sroced: SCHED_FIFO with datapath.busy_poll_us = {}: a real-time loop that spins keeps the "
                    "programs it serves off its core; 0..5 suits it",
                    cfg_.datapath.busy_poll_us);
+  } else if (uint32_t us = cfg_.datapath.slice_us; us > 0) {
+    // EEVDF (Linux 6.12+): a task asking for a slice shorter than the one running
+    // preempts it on wake-up, and its share stays the fair one. Only the slice
+    // changes: policy and nice stay as started (nice, systemd's Nice=). A default,
+    // so a kernel that refuses it costs a warning, not the start.
+    SchedAttr sa{};
+    int rc = static_cast<int>(syscall(SYS_sched_getattr, 0, &sa, sizeof sa, 0));
+    sa.size = sizeof sa;
+    sa.sched_flags = 0;
+    sa.sched_runtime = uint64_t{us} * 1000;
+    if (rc == 0) rc = static_cast<int>(syscall(SYS_sched_setattr, 0, &sa, 0));
+    if (rc != 0)
+      spdlog::warn("sroced: datapath.slice_us = {}: sched_setattr: {}; the kernel's slice is used", us,
+                   strerror(errno));
   }
   std::vector<std::string> a;
   for (uint32_t x : addrs_) a.push_back(ipv4_str(x));
@@ -347,12 +390,25 @@ bool Daemon::pass(Time t) {
   // memory since the last pass, and new work requests name buffers written just before.
   mem_->forget_windows();
   bool work = dp_->poll();
-  size_t n = dp_->rx_burst(rx_);
-  for (size_t i = 0; i < n; ++i) {
-    // QP1 of the kernel path is the module's (gsi.h), every other QP the engine's.
-    if (!svc_->on_gsi_packet(rx_[i].payload, rx_[i].meta))
-      engine_->on_packet(rx_[i].payload, rx_[i].meta, t);
+  // Receives drained before the timers: an ACK already waiting behind a full
+  // burst (or behind every posted receive) must cancel its retransmit timer
+  // before that timer is looked at. Bounded, so timers and transmits still run
+  // under a flood.
+  size_t n = 0;
+  uint32_t bursts = 0;
+  while (bursts < kRxDrainBursts) {
+    const size_t got = dp_->rx_burst(rx_);
+    for (size_t i = 0; i < got; ++i) {
+      // QP1 of the kernel path is the module's (gsi.h), every other QP the engine's.
+      if (!svc_->on_gsi_packet(rx_[i].payload, rx_[i].meta))
+        engine_->on_packet(rx_[i].payload, rx_[i].meta, t);
+    }
+    n += got;
+    if (got == 0) break;
+    ++bursts;
+    if (got < rx_.size() && !dp_->rx_more()) break;
   }
+  if (bursts > 1) ++loop_.rx_drains;
   // Received data in place before anything acknowledges or completes it (memory.h).
   mem_->flush_writes();
   // Completions the packets produced go to the rings now, not after this pass's
@@ -382,6 +438,18 @@ bool Daemon::pass(Time t) {
   return work;
 }
 
+// More tasks runnable right now than this host has CPUs (/proc/loadavg's
+// fourth field counts the running and runnable ones, the caller among them).
+bool Daemon::crowded() {
+  char buf[128];
+  ssize_t n = loadavg_fd_ >= 0 ? pread(loadavg_fd_, buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  unsigned running = 0;
+  if (sscanf(buf, "%*s %*s %*s %u/", &running) != 1) return false;
+  return running > ncpus_;
+}
+
 int Daemon::run() {
   const int64_t busy_ps = int64_t{cfg_.datapath.busy_poll_us} * 1'000'000;
   const bool poll_mode = dp_->poll_mode();
@@ -397,10 +465,14 @@ int Daemon::run() {
     // there, every 64th pass is often enough (rings are polled every pass).
     if ((!work && !poll_mode) || (loop_.passes & (poll_mode ? 63 : 15)) == 0) work |= handle_events(0);
     if (work) {
+      spin_.on_work();
       last_work = t;
       continue;
     }
-    if ((t - last_work).ps < busy_ps) continue;
+    // A poll-mode datapath spins the whole budget (dpdk.sleep_poll_us decides
+    // how it sleeps); the socket path's spin adapts (spin.h).
+    if (poll_mode ? (t - last_work).ps < busy_ps : spin_.keep_spinning(t - last_work, [this] { return crowded(); }))
+      continue;
     // A backend that polls (DPDK) says here whether to keep spinning, before
     // the rings are told the loop sleeps.
     if (dp_->has_pending()) {
@@ -421,7 +493,9 @@ int Daemon::run() {
       timeout_ns = static_cast<int>(std::clamp<int64_t>(d, 0, 1'000'000'000));
     }
     ++loop_.sleeps;
+    const Time slept_at = now();
     if (handle_events(timeout_ns)) last_work = now();
+    spin_.on_wake(now() - slept_at);
     svc_->after_sleep();
   }
   svc_->shutdown();
@@ -461,6 +535,7 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
       {"socket", cfg_.socket_path()},
       {"pid", getpid()},
       {"sched", sched_getscheduler(0) == SCHED_FIFO ? "fifo" : "other"},
+      {"sched_slice_us", slice_us()},
       {"keys", cfg_.engine.seed != 0 ? "predictable (test mode engine.seed)" : "random (getrandom)"},
       {"uptime_s", static_cast<double>((now() - started_).ps) / 1e12},
       {"objects",
@@ -552,7 +627,9 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
        {{"passes", loop_.passes},
         {"sleeps", loop_.sleeps},
         {"doorbell_wakeups", loop_.wakeups_doorbell},
-        {"timer_runs", loop_.timer_runs}}},
+        {"timer_runs", loop_.timer_runs},
+        {"rx_drains", loop_.rx_drains},
+        {"spin_us", static_cast<double>(spin_.spin_ps()) / 1e6}}},
       {"qps", json::parse(svc_->qps_json(viewer))},
       {"lanes", lanes},
   };

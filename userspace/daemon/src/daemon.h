@@ -1,11 +1,12 @@
 // sroced: the engine, the datapath and the service in one loop.
 //
 // The loop (one thread, DPDK l2fwd style):
-//   read the clock once -> rx burst into the engine -> new work requests
+//   read the clock once -> rx bursts into the engine (drained, bounded) -> new work requests
 //   from the rings -> due timers -> tx burst out of the engine -> flush ->
 //   completions and events back to the rings.
-// While anything moved it spins; after `datapath.busy_poll_us` without work
-// it publishes `sleeping` on every ring and sleeps in epoll until a doorbell,
+// While anything moved it spins; after an adaptive spin of at most
+// `datapath.busy_poll_us` without work (spin.h) it publishes `sleeping` on
+// every ring and sleeps in epoll until a doorbell,
 // a socket, a datapath completion or the engine's next deadline.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "memory.h"
 #include "random_source.h"
 #include "service.h"
+#include "spin.h"
 #include "sroce/engine/engine.h"
 
 namespace sroce::daemon {
@@ -28,6 +30,7 @@ struct LoopStats {
   uint64_t sleeps = 0;
   uint64_t wakeups_doorbell = 0;
   uint64_t timer_runs = 0;
+  uint64_t rx_drains = 0;  // passes that took more than one burst of receives
 };
 
 class Daemon {
@@ -50,6 +53,9 @@ class Daemon {
   void unwatch(int fd);
   bool handle_events(int timeout_ns);
   bool pass(Time t);
+  bool crowded();
+  // Receive bursts a pass takes at most before its timers (pass()): 8 x `batch`.
+  static constexpr uint32_t kRxDrainBursts = 8;
 
   Config cfg_;
   std::vector<Gid> gids_;
@@ -67,6 +73,9 @@ class Daemon {
   std::atomic<bool> stop_{false};
   std::vector<RxPacket> rx_;
   LoopStats loop_;
+  AdaptiveSpin spin_{cfg_.datapath.busy_poll_us};
+  int loadavg_fd_ = -1;
+  unsigned ncpus_ = 1;
   Time started_;
 };
 

@@ -84,6 +84,11 @@ class Datapath {
   // Called before sleeping: true if the backend already has work pending, so
   // the loop must not sleep.
   virtual bool has_pending() = 0;
+  // After an rx_burst that returned fewer packets than asked: true if more may
+  // be waiting all the same (the UDP backend: a socket had every receive taken,
+  // so the kernel may hold datagrams no receive was posted for). The loop then
+  // calls rx_burst again before it runs the timers (Daemon::pass).
+  virtual bool rx_more() { return false; }
 
   virtual const DatapathStats& stats() const = 0;
   virtual std::span<const PortStats> port_stats() const = 0;

@@ -230,7 +230,10 @@ void UdpDatapath::arm_rx(uint32_t idx) {
   io_uring_prep_recvmsg(sqe, s.fd, &s.msg, 0);
   io_uring_sqe_set_data64(sqe, kRxTag | idx);
   ++sqes_pending_;
+  ++rx_posted_[idx < cfg_.rx_buffers ? 0 : 1];
 }
+
+bool UdpDatapath::rx_starved() const { return rx_posted_[0] == 0 || (rx6_fd_ >= 0 && rx_posted_[1] == 0); }
 
 void UdpDatapath::parse_rx(RxSlot& s, int res) {
   s.len = 0;
@@ -308,6 +311,7 @@ bool UdpDatapath::reap() {
       uint32_t idx = static_cast<uint32_t>(ud);
       int res = cqes[i]->res;
       if ((ud & ~0xffffffffull) == kRxTag) {
+        --rx_posted_[idx < cfg_.rx_buffers ? 0 : 1];
         RxSlot& s = rx_[idx];
         parse_rx(s, res);
         if (s.len == 0) {
@@ -351,9 +355,14 @@ bool UdpDatapath::reap() {
 }
 
 size_t UdpDatapath::rx_burst(std::span<RxPacket> out) {
-  // Slots handed out by the previous call are free again now.
+  // Slots handed out by the previous call are free again now. When a socket had
+  // none of its receives posted, datagrams may wait in it that no receive could
+  // take: post the re-armed ones at once (each completes inline on such data), so
+  // the reap below finds them; that is how Daemon::pass drains a backlog.
+  const bool starved = rx_starved();
   for (size_t i = 0; i < rx_rearm_count_; ++i) arm_rx(rx_rearm_[i]);
   rx_rearm_count_ = 0;
+  if (starved) submit();
   reap();
   // reap() may queue slots of failed receives for re-arming; post them now.
   for (size_t i = 0; i < rx_rearm_count_; ++i) arm_rx(rx_rearm_[i]);
@@ -720,5 +729,7 @@ std::string UdpDatapath::stats_json() const {
 }
 
 bool UdpDatapath::has_pending() { return rx_ready_count_ > 0 || io_uring_cq_ready(&ring_) > 0; }
+
+bool UdpDatapath::rx_more() { return has_pending() || rx_starved(); }
 
 }  // namespace sroce::daemon

@@ -57,6 +57,7 @@ class UdpDatapath final : public Datapath {
   bool poll() override;
   int wait_fd() const override { return event_fd_; }
   bool has_pending() override;
+  bool rx_more() override;
   const DatapathStats& stats() const override { return stats_; }
   std::span<const PortStats> port_stats() const override { return {ports_.data(), port_count_}; }
 
@@ -114,6 +115,7 @@ class UdpDatapath final : public Datapath {
   Result<void> init(std::span<const uint32_t> local_addrs, std::span<const Gid> local_addrs6);
   Result<void> open_rx6();
   void arm_rx(uint32_t idx);
+  bool rx_starved() const;  // a socket has no receive posted
   void parse_rx(RxSlot& s, int res);
   bool reap();
   int open_tx_port(const Gid& src, uint16_t sport);  // index into ports_, or -1
@@ -139,6 +141,7 @@ class UdpDatapath final : public Datapath {
   size_t rx_ready_head_ = 0, rx_ready_count_ = 0;
   std::vector<uint32_t> rx_rearm_;  // consumed slots to re-post at the next rx_burst
   size_t rx_rearm_count_ = 0;
+  uint32_t rx_posted_[2] = {};  // receives in the kernel: IPv4 socket, IPv6 socket
 
   std::vector<TxSlot> tx_;
   std::vector<uint32_t> tx_free_;
