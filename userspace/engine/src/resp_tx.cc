@@ -148,7 +148,7 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
       if (len) {
         // The R_Key was checked for the whole range at the request; the MR must still be
         // the one it named (mr_live: a DEREG_MR or REREG_MR since ends the READ).
-        if (!mr_live(r.cur_ref) || !mem_.read(r.cur_host, {reinterpret_cast<std::byte*>(h), len})) {
+        if (!mr_live(r.cur_ref) || !mem_.read_mr(mem_lkey(r.cur_ref), r.cur_host, {reinterpret_cast<std::byte*>(h), len})) {
           const uint32_t psn = r.cur_psn;
           res_sent(qp, r);
           resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_REMOTE_ACCESS), psn, true);

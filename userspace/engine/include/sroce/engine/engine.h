@@ -31,11 +31,27 @@ namespace sroce {
 // the owner's address space as registered with reg_mr. Returning false means
 // the host could not access it (the process died, the page is gone); the
 // engine turns that into the right error completion.
+//
+// Every access the engine makes through an MR names that MR by its L_Key (`lkey`; for a
+// memory window the L_Key of the MR it is bound to): read_mr / write_mr. A host that keeps
+// state per MR (where an MR's pages live: sroced's shared MRs, the kernel path's pinned
+// pages) uses only the state of that MR, never another MR's found by address: two MRs may
+// name the same address with different memory behind it (a range unmapped and mapped again
+// under a still-registered MR). read / write are the accesses through no MR (inline data
+// the host copied out); the defaults of read_mr / write_mr ignore the MR.
 class MemoryAccess {
  public:
   virtual ~MemoryAccess() = default;
   virtual bool read(uint64_t addr, std::span<std::byte> out) = 0;
   virtual bool write(uint64_t addr, std::span<const std::byte> in) = 0;
+  virtual bool read_mr(uint32_t lkey, uint64_t addr, std::span<std::byte> out) {
+    (void)lkey;
+    return read(addr, out);
+  }
+  virtual bool write_mr(uint32_t lkey, uint64_t addr, std::span<const std::byte> in) {
+    (void)lkey;
+    return write(addr, in);
+  }
 };
 
 // Where the random part of every L_Key, R_Key and memory window key comes
