@@ -469,6 +469,17 @@ TEST_CASE("RC across two daemons in two namespaces", "[daemon][netns]") {
     auto cqes = a.c.wait_cqes(a.cq, 1, 10000);
     REQUIRE(cqes.size() == 1);
     CHECK(cqes[0].status == IBV_WC_REM_ACCESS_ERR);
+    // The access fault shows on both sides (docs/sroced.md, "Faults"): B refused, A was refused.
+    json sb = stats_of(db.socket());
+    json sa = stats_of(da.socket());
+    CHECK(sb["engine"]["access_faults"]["sent"] == 1);
+    CHECK(sb["engine"]["access_faults"]["received"] == 0);
+    CHECK(sa["engine"]["access_faults"]["received"] == 1);
+    CHECK(sa["engine"]["access_faults"]["sent"] == 0);
+    CHECK(sb["engine"]["naks_by_code"]["remote_access"]["sent"] == 1);
+    CHECK(sa["engine"]["naks_by_code"]["remote_access"]["received"] == 1);
+    CHECK(sa["engine"]["naks_by_code"]["invalid_request"]["received"] == 0);
+    CHECK(sb["engine"]["naks_by_code"].size() == 5);
   }
   SECTION("an SGE outside the registered memory completes in error") {
     std::vector<char> unregistered(4096);
@@ -634,7 +645,8 @@ TEST_CASE("SHARE_MR: a new MR where a shared MR's range was remapped reaches the
   t.connect(a, b);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t len = 16 * page;
-  constexpr uint32_t kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  constexpr uint32_t kAccess =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   void* region = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(region != MAP_FAILED);
   auto* p = static_cast<unsigned char*>(region);
@@ -657,7 +669,8 @@ TEST_CASE("SHARE_MR: a new MR where a shared MR's range was remapped reaches the
 
   // The program unmaps the range (the old MR stays registered) and maps fresh memory there.
   REQUIRE(munmap(region, len) == 0);
-  void* again = mmap(region, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  void* again = mmap(region, len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   REQUIRE(again == region);
   for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(0x3c + i * 7);
   const std::vector<unsigned char> fresh(p, p + len);

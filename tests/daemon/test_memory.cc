@@ -161,7 +161,8 @@ TEST_CASE("a mapped (kernel-path) context is read and written through its mappin
   CHECK(m.stats().bytes_written == 3);
 
   // Outside the range: refused, the mapping untouched.
-  CHECK_FALSE(m.write_mr(lk, ProcessMemory::tagged(3, app_va + 126), std::as_bytes(std::span(w, 3))));
+  CHECK_FALSE(
+      m.write_mr(lk, ProcessMemory::tagged(3, app_va + 126), std::as_bytes(std::span(w, 3))));
   CHECK(pages[16 + 126] == std::byte{0});
   // A read-only MR (mapped PROT_READ by the daemon) is readable, never written.
   std::array<std::byte, 8> ro{};
@@ -189,9 +190,9 @@ TEST_CASE("a mapped (kernel-path) context is read and written through its mappin
 // an MR that is not shared.
 TEST_CASE("two MRs on one address: an access reaches only its own MR's memory", "[memory]") {
   ProcessMemory m(8);
-  std::array<char, 64> fresh{};            // the process's memory at va now
-  std::array<std::byte, 64> old_pages{};   // the first MR's pages, still mapped by the daemon
-  std::array<std::byte, 64> new_pages{};   // kernel path: the second MR's pinned pages
+  std::array<char, 64> fresh{};           // the process's memory at va now
+  std::array<std::byte, 64> old_pages{};  // the first MR's pages, still mapped by the daemon
+  std::array<std::byte, 64> new_pages{};  // kernel path: the second MR's pinned pages
   memcpy(fresh.data(), "fresh memory", 12);
   memcpy(old_pages.data(), "old pages!!!", 12);
   memcpy(new_pages.data(), "new pinned!!", 12);
@@ -221,7 +222,8 @@ TEST_CASE("two MRs on one address: an access reaches only its own MR's memory", 
   m.add_mapped_range(2, new_lk, app_va, 64, new_pages.data(), true);
   REQUIRE(m.read_mr(new_lk, ProcessMemory::tagged(2, app_va), out));
   CHECK(memcmp(out.data(), "new pinned!!", 12) == 0);
-  REQUIRE(m.write_mr(new_lk, ProcessMemory::tagged(2, app_va + 40), std::as_bytes(std::span(w, 8))));
+  REQUIRE(
+      m.write_mr(new_lk, ProcessMemory::tagged(2, app_va + 40), std::as_bytes(std::span(w, 8))));
   CHECK(memcmp(new_pages.data() + 40, "written!", 8) == 0);
   CHECK(old_pages[40] == std::byte{0});
   // REREG_MR of the kernel path: a new mapping for the same MR replaces its old one.

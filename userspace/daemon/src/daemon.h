@@ -50,6 +50,10 @@ class Daemon {
   void unwatch(int fd);
   bool handle_events(int timeout_ns);
   bool pass(Time t);
+  // A warn line for NAKs other than sequence errors (access faults and the like), at most one
+  // per kNakLogInterval with what came since the last (docs/sroced.md, "Status").
+  void log_naks(Time t);
+  static constexpr Duration kNakLogInterval = Duration::millis(10'000);
 
   Config cfg_;
   std::vector<Gid> gids_;
@@ -68,6 +72,10 @@ class Daemon {
   std::vector<RxPacket> rx_;
   LoopStats loop_;
   Time started_;
+  Time nak_log_at_ = Time::never();  // the last NAK line (never: none yet)
+  uint64_t nak_faults_seen_ = 0;     // sent + received NAKs of the fault codes at that line
+  uint64_t nak_logged_sent_[kNakCodes] = {};
+  uint64_t nak_logged_received_[kNakCodes] = {};
 };
 
 }  // namespace sroce::daemon

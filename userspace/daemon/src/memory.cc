@@ -34,16 +34,16 @@ void ProcessMemory::attach_mapped(uint16_t tag) {
   owners_[tag].mapped = true;
 }
 
-void ProcessMemory::add_mapped_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at,
-                                     bool writable) {
+void ProcessMemory::add_mapped_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len,
+                                     std::byte* at, bool writable) {
   if (tag >= owners_.size() || !owners_[tag].mapped) return;
   remove_mr_map(tag, lkey);
   owners_[tag].maps.push_back(MappedRange{lkey, va, len, at, writable});
   add_range(tag, va, len);
 }
 
-void ProcessMemory::add_shared_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at,
-                                     bool writable) {
+void ProcessMemory::add_shared_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len,
+                                     std::byte* at, bool writable) {
   if (tag >= owners_.size() || !owners_[tag].used || owners_[tag].mapped) return;
   remove_mr_map(tag, lkey);
   owners_[tag].maps.push_back(MappedRange{lkey, va, len, at, writable});
@@ -62,7 +62,8 @@ void ProcessMemory::remove_mr_map(uint16_t tag, uint32_t lkey) {
   }
 }
 
-std::byte* ProcessMemory::mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va, size_t len, bool write) {
+std::byte* ProcessMemory::mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va,
+                                    size_t len, bool write) {
   if (!keyed) return nullptr;
   for (const auto& m : o.maps) {
     if (m.lkey != lkey) continue;
@@ -232,7 +233,8 @@ bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span
       return false;
     }
     memcpy(out.data(), at, out.size());
-  } else if (const std::byte* sh = o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, out.size(), false)) {
+  } else if (const std::byte* sh =
+                 o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, out.size(), false)) {
     memcpy(out.data(), sh, out.size());
     stats_.shared_bytes += out.size();
   } else if (!(batching_ && read_windowed(tag, va, out))) {
@@ -244,7 +246,8 @@ bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span
   return true;
 }
 
-bool ProcessMemory::write_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<const std::byte> in) {
+bool ProcessMemory::write_via(bool keyed, uint32_t lkey, uint64_t addr,
+                              std::span<const std::byte> in) {
   if (in.empty()) return true;
   Owner* o = check(addr, in.size());
   if (!o) {
@@ -260,7 +263,8 @@ bool ProcessMemory::write_via(bool keyed, uint32_t lkey, uint64_t addr, std::spa
       return false;
     }
     memcpy(at, in.data(), in.size());
-  } else if (std::byte* sh = o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, in.size(), true)) {
+  } else if (std::byte* sh =
+                 o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, in.size(), true)) {
     // After every staged write of this context (a later pwrite must not overwrite it), and
     // no window may keep the old bytes.
     if (stage_iovs_ != 0 && stage_tag_ == tag) flush_writes();

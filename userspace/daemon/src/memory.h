@@ -113,10 +113,12 @@ class ProcessMemory final : public MemoryAccess {
   // daemon (replacing an earlier mapping of that MR: REREG_MR); a range mapped read-only
   // (`writable` false) refuses writes instead of faulting. remove_range() and
   // remove_mr_map() undo it.
-  void add_mapped_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at, bool writable);
+  void add_mapped_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at,
+                        bool writable);
   // Socket path: [va, va + len) of the MR `lkey` (inside its registered range) also lives at
   // `at` (its memfd, mapped by the service, which unmaps it after remove_mr_map()).
-  void add_shared_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at, bool writable);
+  void add_shared_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at,
+                        bool writable);
   // Forgets the mapping of MR `lkey` (if any): DEREG_MR, a dropped share.
   void remove_mr_map(uint16_t tag, uint32_t lkey);
   void detach(uint16_t tag);  // forgets the mem file and every range of the tag
@@ -150,8 +152,12 @@ class ProcessMemory final : public MemoryAccess {
   static constexpr size_t kWindows = 8;
   static constexpr size_t kMinStreamRead = 1024;
 
-  bool read(uint64_t addr, std::span<std::byte> out) override { return read_via(false, 0, addr, out); }
-  bool write(uint64_t addr, std::span<const std::byte> in) override { return write_via(false, 0, addr, in); }
+  bool read(uint64_t addr, std::span<std::byte> out) override {
+    return read_via(false, 0, addr, out);
+  }
+  bool write(uint64_t addr, std::span<const std::byte> in) override {
+    return write_via(false, 0, addr, in);
+  }
   bool read_mr(uint32_t lkey, uint64_t addr, std::span<std::byte> out) override {
     return read_via(true, lkey, addr, out);
   }
@@ -189,12 +195,14 @@ class ProcessMemory final : public MemoryAccess {
     int fd = -1;          // /proc/<pid>/mem of the process (socket path)
     std::vector<Range> ranges;  // sorted by va; may overlap
     uint64_t max_len = 0;
-    std::vector<MappedRange> maps;  // per MR: a mapped context's pinned pages, a socket context's shared MRs
+    std::vector<MappedRange>
+        maps;  // per MR: a mapped context's pinned pages, a socket context's shared MRs
   };
   // Where [va, va + len) lives in the daemon through the mapping of MR `lkey` (`keyed`: the
   // access goes through an MR), or nullptr: no such mapping, not entirely inside it, or a
   // write to a read-only one.
-  static std::byte* mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va, size_t len, bool write);
+  static std::byte* mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va, size_t len,
+                              bool write);
   bool read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out);
   bool write_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<const std::byte> in);
   // The context `addr` names, if [addr, addr+len) lies in one of its ranges.

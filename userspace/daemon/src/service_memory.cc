@@ -138,7 +138,8 @@ int Service::op_share_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   SharedMemory map;
   if (int rc = map.map(fd, req.offset, req.len, PROT_READ | (writable ? PROT_WRITE : 0)); rc != 0) return rc;
   m.share = std::move(map);
-  mem_.add_shared_range(c.tag, req.lkey, req.va, req.len, m.share.base(), writable);  // this MR's only
+  mem_.add_shared_range(c.tag, req.lkey, req.va, req.len, m.share.base(),
+                        writable);  // this MR's only
   ++stats_.mrs_shared;
   return 0;
 }

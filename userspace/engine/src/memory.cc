@@ -133,7 +133,8 @@ MemStatus Engine::Impl::scatter_recv(Qp& qp, const std::byte* src, uint32_t len)
     if (!mr || mr->pd != qp.pd || mr->invalidated || !(mr->access & kAccessLocalWrite) ||
         !covers(*mr, s.addr, s.length))
       return MemStatus::kProt;
-    if (!mem_.write_mr(mr->lkey, mr->addr + (s.addr - mr->iova) + in, {src, chunk})) return MemStatus::kAccess;
+    if (!mem_.write_mr(mr->lkey, mr->addr + (s.addr - mr->iova) + in, {src, chunk}))
+      return MemStatus::kAccess;
     src += chunk;
     len -= chunk;
     in += chunk;

@@ -236,6 +236,19 @@ enum RxDropReason : uint8_t {
 };
 const char* to_string(RxDropReason r);
 
+// The NAK codes of an AETH (IBA 9.7.5.2.4, table 43; proto/roce.h SROCE_NAK_*), the index of
+// EngineStats::naks_sent_by_code / naks_received_by_code. A remote access NAK is an access
+// fault: a peer named memory its R_Key does not allow (or that went away under an MR).
+enum NakCode : uint8_t {
+  kNakPsnSeqErr = 0,
+  kNakInvalidRequest = 1,
+  kNakRemoteAccess = 2,
+  kNakRemoteOp = 3,
+  kNakInvalidRdRequest = 4,
+  kNakCodes = 5,
+};
+const char* to_string(NakCode c);  // "psn_seq_err", "invalid_request", "remote_access", ...
+
 // Engine-wide counters; per-QP counters come from qp_stats().
 struct EngineStats {
   uint64_t rx_packets = 0;
@@ -252,6 +265,10 @@ struct EngineStats {
   uint64_t timeouts = 0;
   uint64_t duplicates = 0;
   uint64_t rx_drop_reason[kRxDropCount] = {};  // indexed by RxDropReason
+  // NAKs other than RNR by code (NakCode): sent by the responder, received by the requester
+  // (a reserved code received counts in naks_received only).
+  uint64_t naks_sent_by_code[kNakCodes] = {};
+  uint64_t naks_received_by_code[kNakCodes] = {};
   uint64_t cq_overflows = 0;
   uint64_t async_events_lost = 0;  // async event queue full
 };
