@@ -447,9 +447,9 @@ void Daemon::log_naks(Time t) {
                         to_string(static_cast<NakCode>(k)), s, r);
   }
   spdlog::warn(
-      "engine: NAKs since the last report: {} (sent: a peer's requests refused here; received: "
-      "this "
-      "host's requests refused by a peer; engine.naks_by_code in sroce status --json)",
+      "engine: NAKs since the last report: {} (sent: a peer's requests refused here; "
+      "received: this host's requests refused by a peer; engine.naks_by_code in sroce "
+      "status --json)",
       what);
   nak_log_at_ = t;
   nak_faults_seen_ = faults;

@@ -51,7 +51,7 @@ class Daemon {
   bool handle_events(int timeout_ns);
   bool pass(Time t);
   // A warn line for NAKs other than sequence errors (access faults and the like), at most one
-  // per kNakLogInterval with what came since the last (docs/sroced.md, "Status").
+  // per kNakLogInterval with what came since the last (docs/sroced.md, "Faults").
   void log_naks(Time t);
   static constexpr Duration kNakLogInterval = Duration::millis(10'000);
 
