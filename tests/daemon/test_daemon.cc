@@ -469,6 +469,17 @@ TEST_CASE("RC across two daemons in two namespaces", "[daemon][netns]") {
     auto cqes = a.c.wait_cqes(a.cq, 1, 10000);
     REQUIRE(cqes.size() == 1);
     CHECK(cqes[0].status == IBV_WC_REM_ACCESS_ERR);
+    // The access fault shows on both sides (docs/sroced.md, "Faults"): B refused, A was refused.
+    json sb = stats_of(db.socket());
+    json sa = stats_of(da.socket());
+    CHECK(sb["engine"]["access_faults"]["sent"] == 1);
+    CHECK(sb["engine"]["access_faults"]["received"] == 0);
+    CHECK(sa["engine"]["access_faults"]["received"] == 1);
+    CHECK(sa["engine"]["access_faults"]["sent"] == 0);
+    CHECK(sb["engine"]["naks_by_code"]["remote_access"]["sent"] == 1);
+    CHECK(sa["engine"]["naks_by_code"]["remote_access"]["received"] == 1);
+    CHECK(sa["engine"]["naks_by_code"]["invalid_request"]["received"] == 0);
+    CHECK(sb["engine"]["naks_by_code"].size() == 5);
   }
   SECTION("an SGE outside the registered memory completes in error") {
     std::vector<char> unregistered(4096);
@@ -686,6 +697,98 @@ TEST_CASE("an ACK queued behind a backlog cancels the retransmit timer before it
   CHECK(sa["engine"]["retransmits"].get<uint64_t>() == 0);
   CHECK(sa["loop"]["rx_drains"].get<uint64_t>() >= 1);
   CHECK(sa["datapath"]["rx_packets"].get<uint64_t>() >= 41);
+}
+
+// A shared MR's range unmapped while the MR is still registered, fresh memory mapped at the
+// same address and a new MR registered on it (UCX's rcache deregisters lazily after munmap):
+// the peer's READ and WRITE through the new MR reach the new memory, never the old memfd's
+// pages that the daemon still maps for the old MR (docs/security.md, "Shared MRs").
+TEST_CASE("SHARE_MR: a new MR where a shared MR's range was remapped reaches the new memory",
+          "[daemon][netns]") {
+  REQUIRE_ROOT();
+  TwoDaemons t;
+  Side a, b;
+  t.connect(a, b);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t len = 16 * page;
+  constexpr uint32_t kAccess =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  void* region = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(region != MAP_FAILED);
+  auto* p = static_cast<unsigned char*>(region);
+  const auto va = reinterpret_cast<uint64_t>(region);
+  for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(0xa5 ^ (i * 13));
+  std::vector<unsigned char> old_bytes(p, p + len);
+  sroce_reg_mr_resp old_mr{};
+  REQUIRE(b.c.reg_mr(b.pd, region, len, kAccess, &old_mr) == 0);
+  // As the provider does it: the pages move onto a memfd the daemon maps (SHARE_MR).
+  const int f = memfd_create("test-remap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  REQUIRE(f >= 0);
+  REQUIRE(ftruncate(f, static_cast<off_t>(len)) == 0);
+  REQUIRE(fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+  void* tmp = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+  REQUIRE(tmp != MAP_FAILED);
+  memcpy(tmp, region, len);
+  REQUIRE(mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, region) != MAP_FAILED);
+  sroce_share_mr req{old_mr.lkey, 0, va, len, 0};
+  REQUIRE(b.c.call_fd(SROCE_OP_SHARE_MR, &req, sizeof req, f) == 0);
+
+  // The program unmaps the range (the old MR stays registered) and maps fresh memory there.
+  REQUIRE(munmap(region, len) == 0);
+  void* again = mmap(region, len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  REQUIRE(again == region);
+  for (size_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(0x3c + i * 7);
+  const std::vector<unsigned char> fresh(p, p + len);
+  REQUIRE(fresh != old_bytes);
+  sroce_reg_mr_resp new_mr{};
+  REQUIRE(b.c.reg_mr(b.pd, region, len, kAccess, &new_mr) == 0);
+
+  // RDMA READ through the new MR: the new memory, byte for byte.
+  memset(a.buf.data(), 0, len);
+  auto r = wqe(1, IBV_WR_RDMA_READ);
+  r.remote_addr = va;
+  r.rkey = new_mr.rkey;
+  auto rsge = a.sge(0, static_cast<uint32_t>(len));
+  a.c.post_send(a.qp, r, &rsge);
+  auto cqes = a.c.wait_cqes(a.cq, 1, 10000);
+  REQUIRE(cqes.size() == 1);
+  CHECK(cqes[0].status == IBV_WC_SUCCESS);
+  CHECK(memcmp(a.buf.data(), fresh.data(), len) == 0);
+  CHECK(memcmp(a.buf.data(), old_bytes.data(), len) != 0);
+
+  // RDMA WRITE through the new MR: it lands in the new memory; the old pages keep their bytes.
+  for (size_t i = 0; i < len; ++i) a.buf[len + i] = static_cast<char>(0x5a ^ (i * 11));
+  auto w = wqe(2, IBV_WR_RDMA_WRITE);
+  w.remote_addr = va;
+  w.rkey = new_mr.rkey;
+  auto wsge = a.sge(len, static_cast<uint32_t>(len));
+  a.c.post_send(a.qp, w, &wsge);
+  cqes = a.c.wait_cqes(a.cq, 1, 10000);
+  REQUIRE(cqes.size() == 1);
+  CHECK(cqes[0].status == IBV_WC_SUCCESS);
+  CHECK(memcmp(p, a.buf.data() + len, len) == 0);
+  std::vector<unsigned char> memfd_now(len);
+  REQUIRE(pread(f, memfd_now.data(), len, 0) == static_cast<ssize_t>(len));
+  CHECK(memfd_now == old_bytes);
+
+  // The old MR still reaches its own (old) pages: what a pinning RNIC does.
+  auto r2 = wqe(3, IBV_WR_RDMA_READ);
+  r2.remote_addr = va;
+  r2.rkey = old_mr.rkey;
+  auto r2sge = a.sge(2 * len, static_cast<uint32_t>(len));
+  a.c.post_send(a.qp, r2, &r2sge);
+  cqes = a.c.wait_cqes(a.cq, 1, 10000);
+  REQUIRE(cqes.size() == 1);
+  CHECK(cqes[0].status == IBV_WC_SUCCESS);
+  CHECK(memcmp(a.buf.data() + 2 * len, old_bytes.data(), len) == 0);
+
+  sroce_handle_req dr{old_mr.lkey, 0};
+  CHECK(b.c.call(SROCE_OP_DEREG_MR, &dr, sizeof dr) == 0);
+  dr.handle = new_mr.lkey;
+  CHECK(b.c.call(SROCE_OP_DEREG_MR, &dr, sizeof dr) == 0);
+  close(f);
+  munmap(region, len);
 }
 
 TEST_CASE("the peer of a process that dies gets error completions", "[daemon][netns]") {

@@ -139,42 +139,97 @@ TEST_CASE("a mapped (kernel-path) context is read and written through its mappin
   memcpy(pages.data() + 16, "pinned bytes", 12);
   const uint64_t app_va = 0x100000000ull;  // the MR's address in the application
   const uint64_t ro_va = 0x200000000ull;
+  const uint32_t lk = 0x1234, ro_lk = 0x5678;  // the two MRs' L_Keys
   m.attach_mapped(3);
   // Byte app_va of the MR is at pages + 16 (the map's first_byte).
-  m.add_mapped_range(3, app_va, 128, pages.data() + 16, true);
-  m.add_mapped_range(3, ro_va, 64, ro_pages.data(), false);
+  m.add_mapped_range(3, lk, app_va, 128, pages.data() + 16, true);
+  m.add_mapped_range(3, ro_lk, ro_va, 64, ro_pages.data(), false);
   CHECK(m.range_count(3) == 2);
 
   std::array<std::byte, 12> out{};
-  REQUIRE(m.read(ProcessMemory::tagged(3, app_va), out));
+  REQUIRE(m.read_mr(lk, ProcessMemory::tagged(3, app_va), out));
   CHECK(memcmp(out.data(), "pinned bytes", 12) == 0);
   // Untagged addresses name nobody, mapped contexts included.
-  CHECK_FALSE(m.read(app_va, out));
+  CHECK_FALSE(m.read_mr(lk, app_va, out));
+  // Through another MR, or through none: that MR's mapping does not hold the address.
+  CHECK_FALSE(m.read_mr(ro_lk, ProcessMemory::tagged(3, app_va), out));
+  CHECK_FALSE(m.read(ProcessMemory::tagged(3, app_va), out));
 
   const char w[] = "XYZ";
-  REQUIRE(m.write(ProcessMemory::tagged(3, app_va + 100), std::as_bytes(std::span(w, 3))));
+  REQUIRE(m.write_mr(lk, ProcessMemory::tagged(3, app_va + 100), std::as_bytes(std::span(w, 3))));
   CHECK(memcmp(pages.data() + 16 + 100, "XYZ", 3) == 0);
   CHECK(m.stats().bytes_written == 3);
 
   // Outside the range: refused, the mapping untouched.
-  CHECK_FALSE(m.write(ProcessMemory::tagged(3, app_va + 126), std::as_bytes(std::span(w, 3))));
+  CHECK_FALSE(
+      m.write_mr(lk, ProcessMemory::tagged(3, app_va + 126), std::as_bytes(std::span(w, 3))));
   CHECK(pages[16 + 126] == std::byte{0});
   // A read-only MR (mapped PROT_READ by the daemon) is readable, never written.
   std::array<std::byte, 8> ro{};
-  CHECK(m.read(ProcessMemory::tagged(3, ro_va), ro));
-  CHECK_FALSE(m.write(ProcessMemory::tagged(3, ro_va), std::as_bytes(std::span(w, 3))));
+  CHECK(m.read_mr(ro_lk, ProcessMemory::tagged(3, ro_va), ro));
+  CHECK_FALSE(m.write_mr(ro_lk, ProcessMemory::tagged(3, ro_va), std::as_bytes(std::span(w, 3))));
   CHECK(ro_pages[0] == std::byte{0});
   // A process-backed context never maps ranges (no pid confusion between the two kinds).
   m.attach(4, self_mem());
-  m.add_mapped_range(4, app_va, 128, pages.data(), true);
+  m.add_mapped_range(4, lk, app_va, 128, pages.data(), true);
   CHECK(m.range_count(4) == 0);
 
-  // Deregistration: the range and its window go together.
+  // Deregistration: the range and its mapping go.
+  m.remove_mr_map(3, lk);
   m.remove_range(3, app_va, 128);
-  CHECK_FALSE(m.read(ProcessMemory::tagged(3, app_va), out));
-  CHECK(m.read(ProcessMemory::tagged(3, ro_va), ro));
+  CHECK_FALSE(m.read_mr(lk, ProcessMemory::tagged(3, app_va), out));
+  CHECK(m.read_mr(ro_lk, ProcessMemory::tagged(3, ro_va), ro));
   m.detach(3);
-  CHECK_FALSE(m.read(ProcessMemory::tagged(3, ro_va), ro));
+  CHECK_FALSE(m.read_mr(ro_lk, ProcessMemory::tagged(3, ro_va), ro));
+}
+
+// Two MRs on one address with different memory behind them (a shared MR's range unmapped and
+// mapped again, a second MR registered there; docs/security.md "Shared MRs"): an access uses
+// the mapping of the MR it goes through, never another MR's found by address. Kernel path: each
+// MR's pinned pages; socket path: the shared MR's memfd pages, and the process's memory for
+// an MR that is not shared.
+TEST_CASE("two MRs on one address: an access reaches only its own MR's memory", "[memory]") {
+  ProcessMemory m(8);
+  std::array<char, 64> fresh{};           // the process's memory at va now
+  std::array<std::byte, 64> old_pages{};  // the first MR's pages, still mapped by the daemon
+  std::array<std::byte, 64> new_pages{};  // kernel path: the second MR's pinned pages
+  memcpy(fresh.data(), "fresh memory", 12);
+  memcpy(old_pages.data(), "old pages!!!", 12);
+  memcpy(new_pages.data(), "new pinned!!", 12);
+  const auto va = reinterpret_cast<uint64_t>(fresh.data());
+  const uint32_t old_lk = 0x100, new_lk = 0x200;
+  std::array<std::byte, 12> out{};
+  const char w[] = "written!";
+
+  m.attach(1, self_mem());  // socket path
+  m.add_range(1, va, 64);
+  m.add_shared_range(1, old_lk, va, 64, old_pages.data(), true);
+  m.add_range(1, va, 64);  // the second MR, not shared
+  REQUIRE(m.read_mr(new_lk, ProcessMemory::tagged(1, va), out));
+  CHECK(memcmp(out.data(), "fresh memory", 12) == 0);
+  REQUIRE(m.write_mr(new_lk, ProcessMemory::tagged(1, va + 32), std::as_bytes(std::span(w, 8))));
+  m.flush_writes();
+  CHECK(memcmp(fresh.data() + 32, "written!", 8) == 0);
+  CHECK(old_pages[32] == std::byte{0});
+  REQUIRE(m.read_mr(old_lk, ProcessMemory::tagged(1, va), out));  // the old MR: its own pages
+  CHECK(memcmp(out.data(), "old pages!!!", 12) == 0);
+  REQUIRE(m.read(ProcessMemory::tagged(1, va), out));  // through no MR: the process's memory
+  CHECK(memcmp(out.data(), "fresh memory", 12) == 0);
+
+  m.attach_mapped(2);  // kernel path
+  const uint64_t app_va = 0x100000000ull;
+  m.add_mapped_range(2, old_lk, app_va, 64, old_pages.data(), true);
+  m.add_mapped_range(2, new_lk, app_va, 64, new_pages.data(), true);
+  REQUIRE(m.read_mr(new_lk, ProcessMemory::tagged(2, app_va), out));
+  CHECK(memcmp(out.data(), "new pinned!!", 12) == 0);
+  REQUIRE(
+      m.write_mr(new_lk, ProcessMemory::tagged(2, app_va + 40), std::as_bytes(std::span(w, 8))));
+  CHECK(memcmp(new_pages.data() + 40, "written!", 8) == 0);
+  CHECK(old_pages[40] == std::byte{0});
+  // REREG_MR of the kernel path: a new mapping for the same MR replaces its old one.
+  m.add_mapped_range(2, new_lk, app_va, 64, old_pages.data(), true);
+  REQUIRE(m.read_mr(new_lk, ProcessMemory::tagged(2, app_va), out));
+  CHECK(memcmp(out.data(), "old pages!!!", 12) == 0);
 }
 
 TEST_CASE("read-ahead: a stream of packet reads costs few calls and never serves stale or "

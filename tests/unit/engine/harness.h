@@ -459,6 +459,21 @@ inline size_t sent_with_psn(const Wire& w, int from, uint32_t psn) {
 }
 
 // A QP's counters (the QP must exist).
+// The engine-wide NAK counters by code (EngineStats::naks_sent_by_code / _received_by_code,
+// sroced's `engine.naks_by_code`): exactly one NAK of `code`, sent by `responder` and received
+// by `requester`, and none the other way.
+inline bool one_nak(Host& requester, Host& responder, NakCode code) {
+  const EngineStats& rq = requester->stats();
+  const EngineStats& rs = responder->stats();
+  for (int k = 0; k < kNakCodes; ++k) {
+    const uint64_t want = k == code ? 1 : 0;
+    if (rs.naks_sent_by_code[k] != want || rq.naks_received_by_code[k] != want ||
+        rq.naks_sent_by_code[k] != 0 || rs.naks_received_by_code[k] != 0)
+      return false;
+  }
+  return rs.naks_sent == 1 && rq.naks_received == 1;
+}
+
 inline QpStats qstats(Host& h, Qpn q) {
   auto s = h->qp_stats(q);
   REQUIRE(s.ok());

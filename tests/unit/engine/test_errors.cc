@@ -31,6 +31,8 @@ TEST_CASE("REM_ACCESS_ERR: bad R_Key / out of bounds / missing MR right / QP rig
     CHECK(has_event(p.b.events(), AsyncEventType::kQpAccessErr, p.qb));
     for (auto& x : p.w.log)
       if (x.is_nak()) CHECK((x.syndrome & 0x1f) == SROCE_NAK_REMOTE_ACCESS);
+    CHECK(one_nak(p.a, p.b, kNakRemoteAccess));  // an access fault, counted on both sides
+    CHECK(std::string(to_string(kNakRemoteAccess)) == "remote_access");
   }
   SECTION("out of bounds") {
     Pair p;
@@ -79,14 +81,17 @@ TEST_CASE("REM_ACCESS_ERR: bad R_Key / out of bounds / missing MR right / QP rig
     REQUIRE(wa.size() == 1);
     CHECK(wa[0].status == WcStatus::kRemAccessErr);
   }
-  SECTION("responder memory access fails") {
-    Pair p;
-    p.b.mem.fail_writes = true;
-    REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 8)}, 1, kSendSignaled, p.b.addr(0),
-                 p.b.mr.rkey) == 0);
-    auto wa = wait_wc(p.w, p.a, 1);
-    REQUIRE(wa.size() == 1);
-    CHECK(wa[0].status == WcStatus::kRemAccessErr);
+  SECTION("responder memory access fails (a WRITE's write, a READ's read)") {
+    for (const bool read : {false, true}) {
+      Pair p;
+      (read ? p.b.mem.fail_reads : p.b.mem.fail_writes) = true;
+      REQUIRE(post(p.a, p.qa, read ? WrOpcode::kRdmaRead : WrOpcode::kRdmaWrite, {sge(p.a, 0, 8)},
+                   1, kSendSignaled, p.b.addr(0), p.b.mr.rkey) == 0);
+      auto wa = wait_wc(p.w, p.a, 1);
+      REQUIRE(wa.size() == 1);
+      CHECK(wa[0].status == WcStatus::kRemAccessErr);
+      CHECK(one_nak(p.a, p.b, kNakRemoteAccess));
+    }
   }
 }
 
@@ -133,6 +138,7 @@ TEST_CASE("SEND longer than the receive buffer: LOC_LEN_ERR there / REM_INV_REQ_
   CHECK(has_event(p.b.events(), AsyncEventType::kQpReqErr, p.qb));
   for (auto& x : p.w.log)
     if (x.is_nak()) CHECK((x.syndrome & 0x1f) == SROCE_NAK_INVALID_REQ);
+  CHECK(one_nak(p.a, p.b, kNakInvalidRequest));
 }
 
 TEST_CASE("bad receive buffer: LOC_PROT_ERR there / REM_OP_ERR here", "[err]") {
@@ -145,6 +151,7 @@ TEST_CASE("bad receive buffer: LOC_PROT_ERR there / REM_OP_ERR here", "[err]") {
   auto wb = p.b.poll();
   REQUIRE(wb.size() == 1);
   CHECK(wb[0].status == WcStatus::kLocProtErr);
+  CHECK(one_nak(p.a, p.b, kNakRemoteOp));
 }
 
 TEST_CASE("LOC_PROT_ERR: bad L_Key / local bounds / READ into a read-only MR / other PD", "[err]") {

@@ -48,6 +48,7 @@ TEST_CASE("go-back-N: a dropped packet is NAKed (sequence error) and resent from
   CHECK(qstats(p.a, p.qa).seq_naks_received == 1);
   CHECK(qstats(p.a, p.qa).retransmits == 2);
   CHECK(qstats(p.b, p.qb).naks_sent == 1);
+  CHECK(one_nak(p.a, p.b, kNakPsnSeqErr));
   CHECK(p.a->stats().retransmits == 2);
   // The PSNs on the wire from A after the NAK restart at 102.
   size_t nak_at = 0;

@@ -423,6 +423,7 @@ bool Daemon::pass(Time t) {
     ++loop_.timer_runs;
   }
   if (svc_->next_deadline() <= t) svc_->on_timer(t);  // HELLO timeouts, accept pause (uid_limits.h)
+  log_naks(t);
   for (uint32_t i = 0; i < cfg_.datapath.batch; ++i) {
     auto buf = dp_->tx_buffer();
     if (buf.empty()) break;
@@ -503,6 +504,35 @@ int Daemon::run() {
   return 0;
 }
 
+void Daemon::log_naks(Time t) {
+  const auto& e = engine_->stats();
+  // PSN sequence NAKs are loss recovery of compatible mode, not faults: they do not trigger it.
+  uint64_t faults = 0;
+  for (int k = kNakInvalidRequest; k < kNakCodes; ++k)
+    faults += e.naks_sent_by_code[k] + e.naks_received_by_code[k];
+  if (faults == nak_faults_seen_) return;
+  if (nak_log_at_ != Time::never() && t - nak_log_at_ < kNakLogInterval && t >= nak_log_at_) return;
+  std::string what;
+  for (int k = kNakInvalidRequest; k < kNakCodes; ++k) {
+    const uint64_t s = e.naks_sent_by_code[k] - nak_logged_sent_[k];
+    const uint64_t r = e.naks_received_by_code[k] - nak_logged_received_[k];
+    if (s + r == 0) continue;
+    what += fmt::format("{}{} sent {} received {}", what.empty() ? "" : ", ",
+                        to_string(static_cast<NakCode>(k)), s, r);
+  }
+  spdlog::warn(
+      "engine: NAKs since the last report: {} (sent: a peer's requests refused here; "
+      "received: this host's requests refused by a peer; engine.naks_by_code in sroce "
+      "status --json)",
+      what);
+  nak_log_at_ = t;
+  nak_faults_seen_ = faults;
+  for (int k = 0; k < kNakCodes; ++k) {
+    nak_logged_sent_[k] = e.naks_sent_by_code[k];
+    nak_logged_received_[k] = e.naks_received_by_code[k];
+  }
+}
+
 std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
   using nlohmann::json;
   const auto& d = dp_->stats();
@@ -514,6 +544,10 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
   json drops = json::object();  // engine drops by reason (nonzero only)
   for (int r = 1; r < kRxDropCount; ++r)
     if (e.rx_drop_reason[r] != 0) drops[to_string(static_cast<RxDropReason>(r))] = e.rx_drop_reason[r];
+  json naks = json::object();  // NAKs other than RNR by code, sent and received
+  for (int k = 0; k < kNakCodes; ++k)
+    naks[to_string(static_cast<NakCode>(k))] = {{"sent", e.naks_sent_by_code[k]},
+                                                {"received", e.naks_received_by_code[k]}};
   json gids = json::array();
   for (uint32_t a : addrs_) gids.push_back(ipv4_str(a));
   for (const Gid& g : addrs6_) gids.push_back(gid_str(g));
@@ -611,6 +645,10 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
         {"naks_received", e.naks_received},
         {"rnr_naks_sent", e.rnr_naks_sent},
         {"rnr_naks_received", e.rnr_naks_received},
+        {"naks_by_code", naks},
+        {"access_faults",
+         {{"sent", e.naks_sent_by_code[kNakRemoteAccess]},
+          {"received", e.naks_received_by_code[kNakRemoteAccess]}}},
         {"timeouts", e.timeouts},
         {"duplicates", e.duplicates},
         {"rx_drop_reason", drops}}},

@@ -56,6 +56,10 @@ class Daemon {
   bool crowded();
   // Receive bursts a pass takes at most before its timers (pass()): 8 x `batch`.
   static constexpr uint32_t kRxDrainBursts = 8;
+  // A warn line for NAKs other than sequence errors (access faults and the like), at most one
+  // per kNakLogInterval with what came since the last (docs/sroced.md, "Faults").
+  void log_naks(Time t);
+  static constexpr Duration kNakLogInterval = Duration::millis(10'000);
 
   Config cfg_;
   std::vector<Gid> gids_;
@@ -77,6 +81,10 @@ class Daemon {
   int loadavg_fd_ = -1;
   unsigned ncpus_ = 1;
   Time started_;
+  Time nak_log_at_ = Time::never();  // the last NAK line (never: none yet)
+  uint64_t nak_faults_seen_ = 0;     // sent + received NAKs of the fault codes at that line
+  uint64_t nak_logged_sent_[kNakCodes] = {};
+  uint64_t nak_logged_received_[kNakCodes] = {};
 };
 
 }  // namespace sroce::daemon

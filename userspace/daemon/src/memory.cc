@@ -34,33 +34,43 @@ void ProcessMemory::attach_mapped(uint16_t tag) {
   owners_[tag].mapped = true;
 }
 
-void ProcessMemory::add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable) {
+void ProcessMemory::add_mapped_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len,
+                                     std::byte* at, bool writable) {
   if (tag >= owners_.size() || !owners_[tag].mapped) return;
-  owners_[tag].maps.push_back(MappedRange{va, len, at, writable});
+  remove_mr_map(tag, lkey);
+  owners_[tag].maps.push_back(MappedRange{lkey, va, len, at, writable});
   add_range(tag, va, len);
 }
 
-void ProcessMemory::add_shared_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable) {
+void ProcessMemory::add_shared_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len,
+                                     std::byte* at, bool writable) {
   if (tag >= owners_.size() || !owners_[tag].used || owners_[tag].mapped) return;
-  owners_[tag].maps.push_back(MappedRange{va, len, at, writable});
+  remove_mr_map(tag, lkey);
+  owners_[tag].maps.push_back(MappedRange{lkey, va, len, at, writable});
 }
 
-void ProcessMemory::remove_shared_range(uint16_t tag, const std::byte* at) {
+void ProcessMemory::remove_mr_map(uint16_t tag, uint32_t lkey) {
   flush_writes();
   forget_windows();
-  if (tag >= owners_.size() || owners_[tag].mapped) return;
+  if (tag >= owners_.size()) return;
   auto& maps = owners_[tag].maps;
   for (auto it = maps.begin(); it != maps.end(); ++it) {
-    if (it->at == at) {
+    if (it->lkey == lkey) {
       maps.erase(it);
       return;
     }
   }
 }
 
-std::byte* ProcessMemory::mapped_at(const Owner& o, uint64_t va, size_t len, bool write) {
-  for (const auto& m : o.maps)
-    if ((!write || m.writable) && va >= m.va && va - m.va <= m.len && len <= m.len - (va - m.va)) return m.at + (va - m.va);
+std::byte* ProcessMemory::mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va,
+                                    size_t len, bool write) {
+  if (!keyed) return nullptr;
+  for (const auto& m : o.maps) {
+    if (m.lkey != lkey) continue;
+    if ((!write || m.writable) && va >= m.va && va - m.va <= m.len && len <= m.len - (va - m.va))
+      return m.at + (va - m.va);
+    return nullptr;  // one mapping per MR
+  }
   return nullptr;
 }
 
@@ -90,12 +100,6 @@ void ProcessMemory::remove_range(uint16_t tag, uint64_t va, uint64_t len) {
   for (auto it = o.ranges.begin(); it != o.ranges.end(); ++it) {
     if (it->va == va && it->len == len) {
       o.ranges.erase(it);
-      break;
-    }
-  }
-  for (auto it = o.maps.begin(); o.mapped && it != o.maps.end(); ++it) {  // shared MRs: remove_shared_range
-    if (it->va == va && it->len == len) {
-      o.maps.erase(it);
       break;
     }
   }
@@ -203,7 +207,7 @@ ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
   return nullptr;
 }
 
-bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
+bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out) {
   if (out.empty()) return true;
   if (stage_iovs_ != 0) flush_writes();  // a read sees every earlier write
   if ((addr >> kTagShift) == kLocalTag) {
@@ -223,13 +227,14 @@ bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
   const auto tag = static_cast<uint16_t>(addr >> kTagShift);
   const uint64_t va = addr & kVaMask;
   if (o->mapped) {
-    const std::byte* at = mapped_at(*o, va, out.size(), false);
+    const std::byte* at = mapped_at(*o, keyed, lkey, va, out.size(), false);
     if (!at) {
       ++stats_.refused;
       return false;
     }
     memcpy(out.data(), at, out.size());
-  } else if (const std::byte* sh = o->maps.empty() ? nullptr : mapped_at(*o, va, out.size(), false)) {
+  } else if (const std::byte* sh =
+                 o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, out.size(), false)) {
     memcpy(out.data(), sh, out.size());
     stats_.shared_bytes += out.size();
   } else if (!(batching_ && read_windowed(tag, va, out))) {
@@ -241,7 +246,8 @@ bool ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
   return true;
 }
 
-bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
+bool ProcessMemory::write_via(bool keyed, uint32_t lkey, uint64_t addr,
+                              std::span<const std::byte> in) {
   if (in.empty()) return true;
   Owner* o = check(addr, in.size());
   if (!o) {
@@ -251,13 +257,14 @@ bool ProcessMemory::write(uint64_t addr, std::span<const std::byte> in) {
   const auto tag = static_cast<uint16_t>(addr >> kTagShift);
   const uint64_t va = addr & kVaMask;
   if (o->mapped) {
-    std::byte* at = mapped_at(*o, va, in.size(), true);
+    std::byte* at = mapped_at(*o, keyed, lkey, va, in.size(), true);
     if (!at) {
       ++stats_.refused;
       return false;
     }
     memcpy(at, in.data(), in.size());
-  } else if (std::byte* sh = o->maps.empty() ? nullptr : mapped_at(*o, va, in.size(), true)) {
+  } else if (std::byte* sh =
+                 o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, in.size(), true)) {
     // After every staged write of this context (a later pwrite must not overwrite it), and
     // no window may keep the old bytes.
     if (stage_iovs_ != 0 && stage_tag_ == tag) flush_writes();

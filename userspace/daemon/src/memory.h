@@ -29,11 +29,22 @@
 // ibv_reg_mr the provider may back the whole pages of an anonymous private
 // buffer with a sealed memfd mapped at the same address (the same pages the
 // process sees from then on) and hand the memfd over (SROCE_OP_SHARE_MR); the
-// service maps it and records it with add_shared_range(). An access that lies
-// entirely inside such a mapping is a memcpy, anything else (the partial
-// pages at an MR's ends, MRs that could not be shared) goes through the mem
-// file as before. The bounds checks are the same for both: the registered
-// ranges decide what may be reached, the mapping only how.
+// service maps it and records it with add_shared_range(). An access through
+// that MR that lies entirely inside its mapping is a memcpy, anything else
+// (the partial pages at an MR's ends, MRs that could not be shared) goes
+// through the mem file as before. The bounds checks are the same for both:
+// the registered ranges decide what may be reached, the mapping only how.
+//
+// Mappings belong to MRs, not to addresses: each one is recorded with the
+// L_Key of its MR, and an access uses only the mapping of the MR it goes
+// through (read_mr / write_mr, which the engine calls with that L_Key). Two
+// MRs may name the same address with different memory behind it: a program
+// that unmaps a still-registered shared MR's range and maps new memory there
+// (UCX's rcache deregisters lazily after munmap) and registers a new MR on it
+// must reach the new memory through the new MR, not the old memfd's pages
+// that the old MR's mapping still holds. An access through no MR (read /
+// write) uses no mapping: the mem file of a socket context, nothing of a
+// mapped one.
 //
 // Inline send data (IBV_SEND_INLINE) lives in the daemon, copied out of the
 // send ring: tag kLocalTag denotes daemon memory, only inside windows the
@@ -98,14 +109,18 @@ class ProcessMemory final : public MemoryAccess {
   void attach(uint16_t tag, int mem_fd);
   // A kernel-path context: only mapped ranges, no process.
   void attach_mapped(uint16_t tag);
-  // Range [va, va + len) of a mapped context lives at `at` in the daemon;
-  // a range mapped read-only (`writable` false) refuses writes instead of
-  // faulting.
-  void add_mapped_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable);
-  // Socket path: [va, va + len) of the context also lives at `at` (a shared MR's memfd,
-  // mapped by the service, which unmaps it after remove_shared_range()).
-  void add_shared_range(uint16_t tag, uint64_t va, uint64_t len, std::byte* at, bool writable);
-  void remove_shared_range(uint16_t tag, const std::byte* at);
+  // A mapped context registers [va, va + len), which the MR `lkey` reaches at `at` in the
+  // daemon (replacing an earlier mapping of that MR: REREG_MR); a range mapped read-only
+  // (`writable` false) refuses writes instead of faulting. remove_range() and
+  // remove_mr_map() undo it.
+  void add_mapped_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at,
+                        bool writable);
+  // Socket path: [va, va + len) of the MR `lkey` (inside its registered range) also lives at
+  // `at` (its memfd, mapped by the service, which unmaps it after remove_mr_map()).
+  void add_shared_range(uint16_t tag, uint32_t lkey, uint64_t va, uint64_t len, std::byte* at,
+                        bool writable);
+  // Forgets the mapping of MR `lkey` (if any): DEREG_MR, a dropped share.
+  void remove_mr_map(uint16_t tag, uint32_t lkey);
   void detach(uint16_t tag);  // forgets the mem file and every range of the tag
   void add_range(uint16_t tag, uint64_t va, uint64_t len);
   void remove_range(uint16_t tag, uint64_t va, uint64_t len);
@@ -137,8 +152,18 @@ class ProcessMemory final : public MemoryAccess {
   static constexpr size_t kWindows = 8;
   static constexpr size_t kMinStreamRead = 1024;
 
-  bool read(uint64_t addr, std::span<std::byte> out) override;
-  bool write(uint64_t addr, std::span<const std::byte> in) override;
+  bool read(uint64_t addr, std::span<std::byte> out) override {
+    return read_via(false, 0, addr, out);
+  }
+  bool write(uint64_t addr, std::span<const std::byte> in) override {
+    return write_via(false, 0, addr, in);
+  }
+  bool read_mr(uint32_t lkey, uint64_t addr, std::span<std::byte> out) override {
+    return read_via(true, lkey, addr, out);
+  }
+  bool write_mr(uint32_t lkey, uint64_t addr, std::span<const std::byte> in) override {
+    return write_via(true, lkey, addr, in);
+  }
 
   struct Stats {
     uint64_t reads = 0, writes = 0, bytes_read = 0, bytes_written = 0;
@@ -157,6 +182,7 @@ class ProcessMemory final : public MemoryAccess {
     uint64_t va, len;
   };
   struct MappedRange {
+    uint32_t lkey;  // the MR it belongs to
     uint64_t va, len;
     std::byte* at;
     bool writable;
@@ -169,10 +195,16 @@ class ProcessMemory final : public MemoryAccess {
     int fd = -1;          // /proc/<pid>/mem of the process (socket path)
     std::vector<Range> ranges;  // sorted by va; may overlap
     uint64_t max_len = 0;
-    std::vector<MappedRange> maps;  // a mapped context's windows, a socket context's shared MRs
+    std::vector<MappedRange>
+        maps;  // per MR: a mapped context's pinned pages, a socket context's shared MRs
   };
-  // Where [va, va + len) of a mapped owner lives in the daemon, or nullptr.
-  static std::byte* mapped_at(const Owner& o, uint64_t va, size_t len, bool write);
+  // Where [va, va + len) lives in the daemon through the mapping of MR `lkey` (`keyed`: the
+  // access goes through an MR), or nullptr: no such mapping, not entirely inside it, or a
+  // write to a read-only one.
+  static std::byte* mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va, size_t len,
+                              bool write);
+  bool read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out);
+  bool write_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<const std::byte> in);
   // The context `addr` names, if [addr, addr+len) lies in one of its ranges.
   Owner* check(uint64_t addr, size_t len);
   // A pread/pwrite result of `want` bytes on owner `tag`: true if complete;

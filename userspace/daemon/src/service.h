@@ -173,7 +173,7 @@ class Service {
   int op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_dereg_mr(Context& c, std::span<const std::byte> body);
   int op_share_mr(Context& c, std::span<const std::byte> body, Reply& r);  // service_memory.cc
-  void unshare_mr(Context& c, MrObj& m);
+  void unshare_mr(Context& c, uint32_t lkey, MrObj& m);
   int probe_range(Context& c, uint64_t addr, uint64_t length);  // REG_MR/REREG_MR's EFAULT check
   int op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r);
   int op_alloc_mw(Context& c, std::span<const std::byte> body, Reply& r);

@@ -138,14 +138,15 @@ int Service::op_share_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   SharedMemory map;
   if (int rc = map.map(fd, req.offset, req.len, PROT_READ | (writable ? PROT_WRITE : 0)); rc != 0) return rc;
   m.share = std::move(map);
-  mem_.add_shared_range(c.tag, req.va, req.len, m.share.base(), writable);
+  mem_.add_shared_range(c.tag, req.lkey, req.va, req.len, m.share.base(),
+                        writable);  // this MR's only
   ++stats_.mrs_shared;
   return 0;
 }
 
-void Service::unshare_mr(Context& c, MrObj& m) {
+void Service::unshare_mr(Context& c, uint32_t lkey, MrObj& m) {
   if (!m.share.base()) return;
-  mem_.remove_shared_range(c.tag, m.share.base());
+  mem_.remove_mr_map(c.tag, lkey);
   m.share.reset();
 }
 

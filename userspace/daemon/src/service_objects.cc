@@ -128,7 +128,7 @@ int Service::op_reg_mr(Context& c, std::span<const std::byte> body, Reply& r) {
   m.access = req.access;
   if (c.kernel) {
     m.kmap = std::move(kmap);
-    mem_.add_mapped_range(c.tag, req.addr, req.length, kat, kwritable);
+    mem_.add_mapped_range(c.tag, keys->lkey, req.addr, req.length, kat, kwritable);
   } else {
     mem_.add_range(c.tag, req.addr, req.length);
   }
@@ -154,7 +154,8 @@ int Service::op_dereg_mr(Context& c, std::span<const std::byte> body) {
   if (it == c.mrs.end()) return -EINVAL;
   auto rc = engine_.dereg_mr(req.handle);
   if (!rc) return fail(c, "dereg_mr", rc.error());
-  unshare_mr(c, it->second);
+  unshare_mr(c, req.handle, it->second);
+  mem_.remove_mr_map(c.tag, req.handle);  // a kernel-path MR's pinned pages
   mem_.remove_range(c.tag, it->second.addr, it->second.length);
   c.mrs.erase(it);
   return 0;
@@ -239,7 +240,7 @@ int Service::op_rereg_mr(Context& c, std::span<const std::byte> body, Reply& r) 
   if (!rc) return fail(c, "rereg_mr", rc.error());
   // A new range or new rights: the shared mapping (if any) was made for the old ones; the MR
   // goes on through the mem file.
-  if (addr != m.addr || length != m.length || access != m.access) unshare_mr(c, m);
+  if (addr != m.addr || length != m.length || access != m.access) unshare_mr(c, req.lkey, m);
   if (addr != m.addr || length != m.length) {
     mem_.add_range(c.tag, addr, length);  // before the old one goes: ranges may overlap
     mem_.remove_range(c.tag, m.addr, m.length);
@@ -626,6 +627,7 @@ void Service::destroy_objects(Context& c) {
   c.mws.clear();
   for (auto& [lkey, m] : c.mrs) {
     (void)engine_.dereg_mr(lkey);
+    mem_.remove_mr_map(c.tag, lkey);  // before c.mrs unmaps its pages
     mem_.remove_range(c.tag, m.addr, m.length);
   }
   c.mrs.clear();

@@ -88,7 +88,8 @@ int Service::kernel_rereg_translation(Context& c, MrObj& m, const sroce_rereg_mr
                                   req.iova);
   if (!er) return fail(c, "rereg_mr", er.error());
   // Old and new range may overlap: the new mapping first, then the old one goes.
-  mem_.add_mapped_range(c.tag, req.addr, req.length, at, writable);
+  mem_.add_mapped_range(c.tag, req.lkey, req.addr, req.length, at,
+                        writable);  // replaces the old mapping
   mem_.remove_range(c.tag, m.addr, m.length);
   m.kmap = std::move(kmap);
   m.pd = pd_handle;

@@ -218,6 +218,8 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
       case SROCE_AETH_NAK: {
         ++qp.stats.naks_received;
         ++stats_.naks_received;
+        if (const uint8_t code = sroce_aeth_value(syn); code < kNakCodes)
+          ++stats_.naks_received_by_code[code];
         comp_retire(qp, psn_add(psn, -1), now);
         if (qp.state == QpState::kErr) return;
         switch (sroce_aeth_value(syn)) {

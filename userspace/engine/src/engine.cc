@@ -39,6 +39,13 @@ const char* to_string(WcStatus s) {
   return i < std::size(kNames) ? kNames[i] : "?";
 }
 
+const char* to_string(NakCode c) {
+  static constexpr const char* kNames[] = {"psn_seq_err", "invalid_request", "remote_access",
+                                           "remote_op", "invalid_rd_request"};
+  static_assert(sizeof kNames / sizeof kNames[0] == kNakCodes);
+  return c < kNakCodes ? kNames[c] : "reserved";
+}
+
 const char* to_string(RxDropReason r) {
   static constexpr const char* kNames[] = {
       "ok",

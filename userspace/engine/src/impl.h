@@ -130,6 +130,13 @@ class Engine::Impl {
     return !m.invalidated && (m.kind == 0 || !mrs_[m.mw_mr].invalidated);
   }
   void fence_mr(const eng::Mr& mr) { ++mr_fence_[mr.slot]; }
+  // The L_Key that MemoryAccess::read_mr / write_mr get for an access through `mr` (a window:
+  // the MR it is bound to), so the host uses only that MR's memory (engine.h).
+  uint32_t mem_lkey(const eng::Mr& mr) const {
+    return mr.kind == 0 ? mr.lkey : mrs_[mr.mw_mr].lkey;
+  }
+  // The same for a fence reference (mr_ref); only while mr_live(ref).
+  uint32_t mem_lkey(uint64_t ref) const { return mem_lkey(mrs_[static_cast<uint32_t>(ref >> 32)]); }
   void seek_cursor(const Sge* sges, uint32_t n, uint32_t off, uint32_t* idx, uint32_t* in);
 
   // memory windows and invalidation (mw.cc)

@@ -174,7 +174,8 @@ size_t Engine::Impl::lossy_read_repair_build(Qp& qp, uint8_t* out, PacketMeta& m
     sroce_aeth_write(h, &aeth);
     h += SROCE_AETH_LEN;
   }
-  if (len && (!mr_live(p.ref) || !mem_.read(p.host, {reinterpret_cast<std::byte*>(h), len}))) {
+  if (len && (!mr_live(p.ref) ||
+              !mem_.read_mr(mem_lkey(p.ref), p.host, {reinterpret_cast<std::byte*>(h), len}))) {
     // The memory went away under an answered READ: drop the repair; the
     // requester's RTO ends the QP if it never gets the data.
     l.rd_rep_head = static_cast<uint8_t>((l.rd_rep_head + 1) % kRdRepairs);

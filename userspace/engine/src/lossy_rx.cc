@@ -76,7 +76,7 @@ MemStatus place_sgl(Impl& e, Qp& qp, const Sge* sges, uint32_t n, uint32_t total
       if (!mr || mr->pd != qp.pd || mr->invalidated || !(mr->access & kAccessLocalWrite) ||
           !covers(*mr, s.addr, s.length))
         return MemStatus::kProt;
-      if (!e.mem_.write(mr->addr + (s.addr - mr->iova) + in, {src, chunk}))
+      if (!e.mem_.write_mr(mr->lkey, mr->addr + (s.addr - mr->iova) + in, {src, chunk}))
         return MemStatus::kAccess;
       src += chunk;
       len -= chunk;
@@ -345,7 +345,8 @@ bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool
   if (first && pkt.reth.dma_len > 0 &&
       !e.check_rkey(qp, rkey, va, pkt.reth.dma_len, kAccessRemoteWrite, &host, &ref))
     return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
-  if (len && !e.mem_.write(host, {reinterpret_cast<const std::byte*>(pkt.payload), len}))
+  if (len && !e.mem_.write_mr(e.mem_lkey(ref), host,
+                              {reinterpret_cast<const std::byte*>(pkt.payload), len}))
     return fail(SROCE_NAK_REMOTE_ACCESS, AsyncEventType::kQpAccessErr);
   if (last) {
     r.action = (f & SROCE_HAS_IMMDT) ? RxSlot::kWriteImmLast : RxSlot::kMsgLast;

@@ -78,7 +78,7 @@ MemStatus Engine::Impl::gather(Qp& qp, uint32_t idx, std::byte* dst, uint32_t le
     if (i >= w.num_sge) return MemStatus::kLen;
     const uint32_t chunk = std::min(len, sges[i].length - in);
     if (!mr_live(refs[i])) return MemStatus::kProt;  // deregistered since the WQE started
-    if (!mem_.read(hosts[i] + in, {dst, chunk})) return MemStatus::kAccess;
+    if (!mem_.read_mr(mem_lkey(refs[i]), hosts[i] + in, {dst, chunk})) return MemStatus::kAccess;
     dst += chunk;
     len -= chunk;
     in += chunk;
@@ -103,7 +103,7 @@ MemStatus Engine::Impl::scatter_wqe(Qp& qp, uint32_t idx, uint32_t off, const st
     const uint32_t chunk = std::min(len, sges[i].length - in);
     if (chunk > 0) {
       if (!mr_live(refs[i])) return MemStatus::kProt;  // deregistered since the WQE started
-      if (!mem_.write(hosts[i] + in, {src, chunk})) return MemStatus::kAccess;
+      if (!mem_.write_mr(mem_lkey(refs[i]), hosts[i] + in, {src, chunk})) return MemStatus::kAccess;
       src += chunk;
       len -= chunk;
     }
@@ -133,7 +133,8 @@ MemStatus Engine::Impl::scatter_recv(Qp& qp, const std::byte* src, uint32_t len)
     if (!mr || mr->pd != qp.pd || mr->invalidated || !(mr->access & kAccessLocalWrite) ||
         !covers(*mr, s.addr, s.length))
       return MemStatus::kProt;
-    if (!mem_.write(mr->addr + (s.addr - mr->iova) + in, {src, chunk})) return MemStatus::kAccess;
+    if (!mem_.write_mr(mr->lkey, mr->addr + (s.addr - mr->iova) + in, {src, chunk}))
+      return MemStatus::kAccess;
     src += chunk;
     len -= chunk;
     in += chunk;

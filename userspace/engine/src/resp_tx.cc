@@ -29,6 +29,12 @@ void Engine::Impl::resp_ack(Qp& qp, uint32_t psn, bool force) {
   sched_resp(qp);
 }
 
+static_assert(kNakPsnSeqErr == int{SROCE_NAK_PSN_SEQ_ERR} &&
+              kNakInvalidRequest == int{SROCE_NAK_INVALID_REQ} &&
+              kNakRemoteAccess == int{SROCE_NAK_REMOTE_ACCESS} &&
+              kNakRemoteOp == int{SROCE_NAK_REMOTE_OP} &&
+              kNakInvalidRdRequest == int{SROCE_NAK_INVALID_RD_REQ});
+
 void Engine::Impl::resp_nak(Qp& qp, uint8_t syndrome, uint32_t psn, bool final) {
   if (qp.ack_final) return;
   qp.ack_pending = true;
@@ -43,6 +49,8 @@ void Engine::Impl::resp_nak(Qp& qp, uint8_t syndrome, uint32_t psn, bool final) 
   } else {
     ++qp.stats.naks_sent;
     ++stats_.naks_sent;
+    if (const uint8_t code = sroce_aeth_value(syndrome); code < kNakCodes)
+      ++stats_.naks_sent_by_code[code];
   }
   sched_resp(qp);
 }
@@ -148,7 +156,8 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
       if (len) {
         // The R_Key was checked for the whole range at the request; the MR must still be
         // the one it named (mr_live: a DEREG_MR or REREG_MR since ends the READ).
-        if (!mr_live(r.cur_ref) || !mem_.read(r.cur_host, {reinterpret_cast<std::byte*>(h), len})) {
+        if (!mr_live(r.cur_ref) || !mem_.read_mr(mem_lkey(r.cur_ref), r.cur_host,
+                                                 {reinterpret_cast<std::byte*>(h), len})) {
           const uint32_t psn = r.cur_psn;
           res_sent(qp, r);
           resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_REMOTE_ACCESS), psn, true);

@@ -186,7 +186,8 @@ void do_write(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
   // The R_Key covered the whole DMA range at the first packet; the MR must still be the one
   // it named (a DEREG_MR or REREG_MR since fences the rest of the message out: mr_live).
   if (len && (!e.mr_live(qp.wr_ref) ||
-              !e.mem_.write(qp.wr_host, {reinterpret_cast<const std::byte*>(pkt.payload), len})))
+              !e.mem_.write_mr(e.mem_lkey(qp.wr_ref), qp.wr_host,
+                               {reinterpret_cast<const std::byte*>(pkt.payload), len})))
     return access_error(e, qp, psn);
   qp.wr_va += len;
   qp.wr_host += len;
@@ -289,14 +290,15 @@ void do_atomic(Impl& e, Qp& qp, const sroce_pkt& pkt) {
   Resource* res = alloc_res(qp);
   if (!res) return invalid_request(e, qp, psn);
   uint64_t v = 0;
-  if (!e.mem_.read(host, {reinterpret_cast<std::byte*>(&v), 8})) return access_error(e, qp, psn);
+  if (!e.mem_.read_mr(e.mem_lkey(ref), host, {reinterpret_cast<std::byte*>(&v), 8}))
+    return access_error(e, qp, psn);
   const uint64_t orig = v;
   if ((pkt.bth.opcode & 0x1f) == SROCE_OP_CMP_SWAP) {
     if (v == a.compare) v = a.swap_add;
   } else {
     v += a.swap_add;
   }
-  if (!e.mem_.write(host, {reinterpret_cast<const std::byte*>(&v), 8}))
+  if (!e.mem_.write_mr(e.mem_lkey(ref), host, {reinterpret_cast<const std::byte*>(&v), 8}))
     return access_error(e, qp, psn);
   res->kind = Resource::kAtomic;
   res->tx_pending = true;

@@ -31,11 +31,27 @@ namespace sroce {
 // the owner's address space as registered with reg_mr. Returning false means
 // the host could not access it (the process died, the page is gone); the
 // engine turns that into the right error completion.
+//
+// Every access the engine makes through an MR names that MR by its L_Key (`lkey`; for a
+// memory window the L_Key of the MR it is bound to): read_mr / write_mr. A host that keeps
+// state per MR (where an MR's pages live: sroced's shared MRs, the kernel path's pinned
+// pages) uses only the state of that MR, never another MR's found by address: two MRs may
+// name the same address with different memory behind it (a range unmapped and mapped again
+// under a still-registered MR). read / write are the accesses through no MR (inline data
+// the host copied out); the defaults of read_mr / write_mr ignore the MR.
 class MemoryAccess {
  public:
   virtual ~MemoryAccess() = default;
   virtual bool read(uint64_t addr, std::span<std::byte> out) = 0;
   virtual bool write(uint64_t addr, std::span<const std::byte> in) = 0;
+  virtual bool read_mr(uint32_t lkey, uint64_t addr, std::span<std::byte> out) {
+    (void)lkey;
+    return read(addr, out);
+  }
+  virtual bool write_mr(uint32_t lkey, uint64_t addr, std::span<const std::byte> in) {
+    (void)lkey;
+    return write(addr, in);
+  }
 };
 
 // Where the random part of every L_Key, R_Key and memory window key comes
@@ -220,6 +236,19 @@ enum RxDropReason : uint8_t {
 };
 const char* to_string(RxDropReason r);
 
+// The NAK codes of an AETH (IBA 9.7.5.2.4, table 43; proto/roce.h SROCE_NAK_*), the index of
+// EngineStats::naks_sent_by_code / naks_received_by_code. A remote access NAK is an access
+// fault: a peer named memory its R_Key does not allow (or that went away under an MR).
+enum NakCode : uint8_t {
+  kNakPsnSeqErr = 0,
+  kNakInvalidRequest = 1,
+  kNakRemoteAccess = 2,
+  kNakRemoteOp = 3,
+  kNakInvalidRdRequest = 4,
+  kNakCodes = 5,
+};
+const char* to_string(NakCode c);  // "psn_seq_err", "invalid_request", "remote_access", ...
+
 // Engine-wide counters; per-QP counters come from qp_stats().
 struct EngineStats {
   uint64_t rx_packets = 0;
@@ -236,6 +265,10 @@ struct EngineStats {
   uint64_t timeouts = 0;
   uint64_t duplicates = 0;
   uint64_t rx_drop_reason[kRxDropCount] = {};  // indexed by RxDropReason
+  // NAKs other than RNR by code (NakCode): sent by the responder, received by the requester
+  // (a reserved code received counts in naks_received only).
+  uint64_t naks_sent_by_code[kNakCodes] = {};
+  uint64_t naks_received_by_code[kNakCodes] = {};
   uint64_t cq_overflows = 0;
   uint64_t async_events_lost = 0;  // async event queue full
 };
