@@ -42,10 +42,23 @@ EventQueue::EventQueue() : buckets_(kBuckets) {}
 void EventQueue::push(const Event& ev) {
   const uint64_t b = bucket_of(ev.at);
   assert(b >= cursor_);
-  if (b < cursor_ + kBuckets)
+  if (b < cursor_ + kBuckets) {
+    // Only an insert into the front's bucket (which may move its storage)
+    // or before it changes front_.
+    const bool at_front = in_calendar_ == 0 || b <= next_;
     insert(b, ev);
-  else
+    if (at_front) find_front();
+  } else {
     far_.push(ev);
+    if (in_calendar_ == 0) find_front();
+  }
+}
+
+void EventQueue::find_front() {
+  if (in_calendar_ > 0)
+    front_ = &buckets_[next_ & kMask][next_ == cursor_ ? head_ : 0];
+  else
+    front_ = far_.empty() ? nullptr : &far_.front();
 }
 
 // Sorted insertion from the back: a new event usually has the largest key,
@@ -93,24 +106,30 @@ uint64_t EventQueue::next_after(uint64_t bucket) const {
   return bucket + ((slot - (bucket & kMask)) & kMask);
 }
 
-void EventQueue::pop() {
+Event EventQueue::pop() {
+  const Event ev = *front_;
   if (in_calendar_ == 0) {
-    const uint64_t b = bucket_of(far_.front().at);
     far_.pop();
-    advance(b);
-    return;
+    advance(bucket_of(ev.at));
+    find_front();
+    return ev;
   }
   const uint64_t b = next_;
   if (b != cursor_) advance(b);
   const uint64_t slot = b & kMask;
   std::vector<Event>& v = buckets_[slot];
   --in_calendar_;
-  if (++head_ < v.size()) return;
+  if (++head_ < v.size()) {
+    front_ = &v[head_];
+    return ev;
+  }
   v.clear();
   head_ = 0;
   bits_[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
   if (bits_[slot >> 6] == 0) summary_ &= ~(uint64_t{1} << (slot >> 6));
   if (in_calendar_ > 0) next_ = next_after(b);
+  find_front();
+  return ev;
 }
 
 }  // namespace sroce::sim

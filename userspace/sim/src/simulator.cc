@@ -22,8 +22,7 @@ void Simulator::call_at(Time at, std::function<void(Time)> fn) {
 
 bool Simulator::step() {
   if (queue_.empty()) return false;
-  const Event ev = queue_.front();
-  queue_.pop();
+  const Event ev = queue_.pop();
   now_ = ev.at;
   ++events_run_;
   // The next event's sink and memory are likely cold (a link or host among

@@ -69,12 +69,10 @@ class EventQueue {
   // `ev.at` must not be before the last event popped (the simulator clamps).
   void push(const Event& ev);
   // The earliest event; the queue must not be empty.
-  const Event& front() const {
-    return in_calendar_ > 0 ? buckets_[next_ & kMask][next_ == cursor_ ? head_ : 0] : far_.front();
-  }
-  // Removes front().
-  void pop();
-  bool empty() const { return size() == 0; }
+  const Event& front() const { return *front_; }
+  // Removes front() and returns it.
+  Event pop();
+  bool empty() const { return front_ == nullptr; }
   size_t size() const { return in_calendar_ + far_.size(); }
   // Events in the calendar and in the heap behind it (for tests).
   size_t in_calendar() const { return in_calendar_; }
@@ -92,6 +90,7 @@ class EventQueue {
   // The first non-empty bucket after `bucket` (absolute index); the calendar
   // must not be empty.
   uint64_t next_after(uint64_t bucket) const;
+  void find_front();
 
   std::vector<std::vector<Event>> buckets_;
   uint64_t bits_[kWords] = {};  // bucket slot non-empty
@@ -101,6 +100,9 @@ class EventQueue {
   uint64_t next_ = 0;           // absolute bucket of the earliest calendar event
   size_t in_calendar_ = 0;
   EventHeap far_;
+  // The earliest event, kept so front() is one load (the run loop asks for
+  // it two or three times per event); null when empty.
+  const Event* front_ = nullptr;
 };
 
 }  // namespace sroce::sim
