@@ -18,6 +18,31 @@ TEST_CASE("serialization delay is bits over rate, rounded up to a picosecond", "
   CHECK(Link::serialization(84, 400'000'000'000ull) == Duration::picos(1680));
 }
 
+TEST_CASE("serialization's 64-bit path gives the exact ceiling, at its bounds too", "[sim][link]") {
+  // The reference: ceil(bytes * 8e12 / rate) in 128 bits, written apart from
+  // link.cc's arithmetic; sizes and rates around the 2^20-byte and
+  // 2^41-bit/s edges of the fast path, and odd rates that never divide.
+  const auto want = [](uint64_t bytes, uint64_t rate) {
+    const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 8'000'000'000'000u;
+    const unsigned __int128 q = num / rate;
+    return static_cast<int64_t>(q + (q * rate != num ? 1 : 0));
+  };
+  const uint64_t rates[] = {1, 3, 7'000'000'001ull, 25'000'000'000ull, 100'000'000'000ull,
+                            (uint64_t{1} << 41) - 1, uint64_t{1} << 41, 3'200'000'000'000ull};
+  const uint64_t sizes[] = {0, 1, 64, 84, 1538, 4178, 9000, (uint64_t{1} << 20) - 1, uint64_t{1} << 20,
+                            (uint64_t{1} << 20) + 1};
+  uint64_t wrong = 0;
+  for (uint64_t r : rates)
+    for (uint64_t b : sizes) wrong += Link::serialization(b, r).ps != want(b, r);
+  Rng rng(3);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t b = rng.below(uint64_t{1} << 21);
+    const uint64_t r = 1 + rng.below(uint64_t{1} << 42);
+    wrong += Link::serialization(b, r).ps != want(b, r);
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("back-to-back frames arrive one serialization time apart after the delay",
           "[sim][link]") {
   LinkConfig lc;

@@ -1,9 +1,12 @@
 // The discrete-event core: ordering, time, determinism of the RNG.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <tuple>
 #include <vector>
 
+#include "sroce/sim/event_queue.h"
 #include "sroce/sim/rng.h"
 #include "sroce/sim/simulator.h"
 
@@ -14,6 +17,40 @@ namespace {
 struct Recorder : EventSink {
   std::vector<std::pair<int64_t, uint64_t>> seen;  // (time, arg)
   void on_event(uint32_t, uint64_t arg, Time now) override { seen.emplace_back(now.ps, arg); }
+};
+
+// Events that schedule events, as the fabric does: each one run adds 0-2
+// more at now + [0, max_delay) ps until `limit` were scheduled. Keeps what
+// ran and what a sorted reference says should have run.
+struct Chain : EventSink {
+  Chain(Simulator& s, Rng& r, uint64_t max_delay, uint64_t limit)
+      : sim(&s), rng(&r), max_delay(max_delay), limit(limit) {}
+  Simulator* sim;
+  Rng* rng;
+  uint64_t max_delay, limit;
+  std::vector<std::pair<int64_t, uint64_t>> seen;             // (time, id)
+  std::vector<std::tuple<int64_t, uint64_t, uint64_t>> want;  // (time, seq, id)
+  uint64_t next_id = 0, seq = 0;
+  bool kinds_ok = true;
+  void add(Time at) {
+    want.emplace_back(std::max(at, sim->now()).ps, seq++, next_id);
+    sim->schedule(at, this, 1, next_id++);
+  }
+  void on_event(uint32_t kind, uint64_t id, Time now) override {
+    kinds_ok = kinds_ok && kind == 1;
+    seen.emplace_back(now.ps, id);
+    if (next_id < limit)
+      for (uint32_t k = rng->below(3); k > 0; --k)
+        add(now + Duration::picos(static_cast<int64_t>(rng->below(max_delay))));
+  }
+  // Every event ran once, in (time, scheduling) order.
+  bool ran_in_order() {
+    std::sort(want.begin(), want.end());
+    if (seen.size() != want.size() || !kinds_ok) return false;
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (seen[i].first != std::get<0>(want[i]) || seen[i].second != std::get<2>(want[i])) return false;
+    return true;
+  }
 };
 }  // namespace
 
@@ -32,38 +69,157 @@ TEST_CASE("events run in time order, ties in scheduling order", "[sim][des]") {
 }
 
 TEST_CASE("the event queue runs many interleaved events in (time, scheduling) order", "[sim][des]") {
-  // The 4-ary heap against a sorted reference: random times with many ties,
+  // The event queue against a sorted reference: random times with many ties,
   // scheduled both up front and from inside events, as the fabric does.
   Simulator sim(1);
   Rng rng(7);
-  struct Chain : EventSink {
-    Simulator* sim = nullptr;
-    Rng* rng = nullptr;
-    std::vector<std::pair<int64_t, uint64_t>> seen;  // (time, id)
-    std::vector<std::tuple<int64_t, uint64_t, uint64_t>> want;  // (time, seq, id)
-    uint64_t next_id = 0, seq = 0;
-    void add(Time at) {
-      want.emplace_back(at.ps, seq++, next_id);
-      sim->schedule(at, this, 0, next_id++);
-    }
-    void on_event(uint32_t, uint64_t id, Time now) override {
-      seen.emplace_back(now.ps, id);
-      if (next_id < 20000)
-        for (uint32_t k = rng->below(3); k > 0; --k) add(now + Duration::picos(static_cast<int64_t>(rng->below(50))));
-    }
-  } c;
-  c.sim = &sim;
-  c.rng = &rng;
+  Chain c(sim, rng, 50, 20000);
   for (int i = 0; i < 3000; ++i) c.add(Time{static_cast<int64_t>(rng.below(1000))});
   sim.run();
-  std::sort(c.want.begin(), c.want.end());
-  REQUIRE(c.seen.size() == c.want.size());
   CHECK(c.seen.size() > 10000);
-  bool same = true;
-  for (size_t i = 0; i < c.seen.size(); ++i)
-    same = same && c.seen[i].first == std::get<0>(c.want[i]) && c.seen[i].second == std::get<2>(c.want[i]);
-  CHECK(same);
+  CHECK(c.ran_in_order());
   CHECK(sim.pending() == 0);
+}
+
+namespace {
+constexpr int64_t kBucketPs = int64_t{1} << EventQueue::kBucketShift;
+constexpr int64_t kWindowPs = kBucketPs * static_cast<int64_t>(EventQueue::kBuckets);
+
+Event event_at(int64_t ps, uint64_t seq) { return Event{Time{ps}, seq << 16, nullptr, seq, nullptr}; }
+
+// Pops everything, returning the sequence numbers in pop order.
+std::vector<uint64_t> drain(EventQueue& q) {
+  std::vector<uint64_t> out;
+  while (!q.empty()) {
+    out.push_back(q.front().arg);
+    q.pop();
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the calendar queue orders equal times by key, in one bucket and across buckets", "[sim][des]") {
+  EventQueue q;
+  // Pushed out of key order on purpose: the queue sorts by (at, key), not by
+  // arrival. Times 5 and 7 share bucket 0; 2000 is in bucket 1.
+  q.push(event_at(7, 4));
+  q.push(event_at(5, 3));
+  q.push(event_at(2000, 0));
+  q.push(event_at(5, 1));
+  q.push(event_at(7, 2));
+  q.push(event_at(5, 5));
+  CHECK(q.in_calendar() == 6);
+  CHECK(q.in_heap() == 0);
+  CHECK(drain(q) == std::vector<uint64_t>{1, 3, 5, 2, 4, 0});
+  CHECK(q.size() == 0);
+}
+
+TEST_CASE("the calendar queue keeps events past its window in the heap and moves them in", "[sim][des]") {
+  EventQueue q;
+  // The window is [bucket 0, bucket kBuckets): the last bucket in it and the
+  // first past it, then far away (several windows, so slots wrap around).
+  q.push(event_at(kWindowPs - 1, 1));
+  q.push(event_at(kWindowPs, 2));
+  q.push(event_at(10 * kWindowPs + 3, 3));
+  q.push(event_at(10 * kWindowPs + 3 - kWindowPs, 4));  // same slot as 3, one window earlier
+  q.push(event_at(0, 5));
+  CHECK(q.in_calendar() == 2);
+  CHECK(q.in_heap() == 3);
+  CHECK(q.front().arg == 5);
+  q.pop();  // cursor stays at bucket 0
+  CHECK(q.front().arg == 1);
+  q.pop();  // cursor at the window's last bucket: event 2 is in the window now
+  CHECK(q.in_heap() == 2);
+  CHECK(q.in_calendar() == 1);
+  // An event at the time just popped (the cursor's bucket) goes first.
+  q.push(event_at(kWindowPs - 1, 6));
+  CHECK(q.front().arg == 6);
+  q.pop();
+  CHECK(q.front().arg == 2);
+  q.pop();
+  // The calendar is empty: the next pop comes from the heap and jumps.
+  CHECK(q.in_calendar() == 0);
+  CHECK(q.front().arg == 4);
+  q.pop();
+  // Event 3 is exactly one window after the cursor: just past the window.
+  CHECK(q.in_heap() == 1);
+  CHECK(q.in_calendar() == 0);
+  q.push(event_at(10 * kWindowPs - 1, 9));  // the window's last picosecond
+  CHECK(q.in_calendar() == 1);
+  q.push(event_at(10 * kWindowPs + 3, 7));  // same time as 3, later key
+  q.push(event_at(10 * kWindowPs + 2, 8));
+  CHECK(q.in_heap() == 3);
+  CHECK(drain(q) == std::vector<uint64_t>{9, 8, 3, 7});
+}
+
+TEST_CASE("the calendar queue pops what std::priority_queue pops, pushes and pops interleaved", "[sim][des]") {
+  // Times from the same picosecond to many windows ahead, pushed relative to
+  // the last popped time as the simulator does, with runs of pops that empty
+  // the calendar and runs of pushes that fill buckets.
+  const auto later = [](const Event& a, const Event& b) { return event_later(a, b); };
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    Rng rng(seed);
+    EventQueue q;
+    std::priority_queue<Event, std::vector<Event>, decltype(later)> ref(later);
+    uint64_t seq = 0;
+    int64_t now = 0;
+    uint64_t pops = 0, mismatches = 0, jumps = 0;
+    for (int round = 0; round < 200000; ++round) {
+      const bool push = ref.empty() || rng.below(100) < (round % 20000 < 10000 ? 55u : 45u);
+      if (push) {
+        int64_t d = 0;
+        switch (rng.below(6)) {
+          case 0: d = 0; break;
+          case 1: d = static_cast<int64_t>(rng.below(kBucketPs)); break;
+          case 2: d = static_cast<int64_t>(rng.below(8 * kBucketPs)); break;
+          case 3: d = static_cast<int64_t>(rng.below(kWindowPs)); break;
+          case 4: d = kWindowPs - kBucketPs + static_cast<int64_t>(rng.below(2 * kBucketPs)); break;
+          default: d = static_cast<int64_t>(rng.below(static_cast<uint64_t>(50 * kWindowPs))); break;
+        }
+        const Event ev = event_at(now + d, seq++);
+        q.push(ev);
+        ref.push(ev);
+      } else {
+        REQUIRE_FALSE(q.empty());
+        if (q.in_calendar() == 0) ++jumps;
+        const Event got = q.front();
+        const Event want = ref.top();
+        mismatches += got.at != want.at || got.key != want.key || got.arg != want.arg;
+        q.pop();
+        ref.pop();
+        now = want.at.ps;
+        ++pops;
+      }
+      REQUIRE(q.size() == ref.size());
+    }
+    while (!ref.empty()) {
+      mismatches += q.front().key != ref.top().key;
+      q.pop();
+      ref.pop();
+      ++pops;
+    }
+    CHECK(q.empty());
+    CHECK(mismatches == 0);
+    CHECK(pops == seq);
+    CHECK(jumps > 0);  // the calendar ran empty and refilled from the heap
+  }
+}
+
+TEST_CASE("a simulator run through the calendar's window and past it keeps (time, scheduling) order", "[sim][des]") {
+  // Events scheduled from events at delays around the window, with
+  // run(until) steps that leave time where no event is.
+  Simulator sim(1);
+  Rng rng(11);
+  Chain c(sim, rng, static_cast<uint64_t>(3 * kWindowPs), 30000);
+  for (int i = 0; i < 2000; ++i) c.add(Time{static_cast<int64_t>(rng.below(static_cast<uint64_t>(4 * kWindowPs)))});
+  for (Time t{}; sim.pending() > 0; t = t + Duration::picos(kWindowPs / 3)) {
+    sim.run(t);
+    CHECK(sim.now() == t);
+    if (t.ps % (7 * kWindowPs) < kWindowPs / 3) c.add(t);  // at now, after a jump of time
+  }
+  CHECK(c.seen.size() > 20000);
+  CHECK(c.ran_in_order());
+  CHECK(sim.late_schedules() == 0);
 }
 
 TEST_CASE("events scheduled from events keep the order", "[sim][des]") {

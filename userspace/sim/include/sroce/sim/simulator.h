@@ -1,10 +1,11 @@
-// The discrete-event core: integer picosecond time, one event heap, one seeded
+// The discrete-event core: integer picosecond time, one event queue, one seeded
 // RNG. No wall clock anywhere: the same seed gives the same run, event for
 // event and byte for byte.
 //
 // Events are ordered by (time, insertion sequence), so two events at the same
 // picosecond run in the order they were scheduled. That tie-break is what makes
-// the run deterministic without relying on heap internals.
+// the run deterministic without relying on the queue's internals
+// (event_queue.h: a calendar queue with a heap behind it).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "sroce/engine/types.h"
+#include "sroce/sim/event_queue.h"
 #include "sroce/sim/rng.h"
 
 namespace sroce::sim {
@@ -25,19 +27,6 @@ class EventSink {
 
  protected:
   ~EventSink() = default;
-};
-
-// 40 bytes: the scheduling sequence and the sink's kind share one word
-// (seq << 16 | kind; seqs are unique, so ordering by the word is ordering by
-// seq). `touch` is memory the event will read first (a packet), prefetched
-// while the event before it runs.
-struct Event {
-  Time at;
-  uint64_t key = 0;
-  EventSink* sink = nullptr;
-  uint64_t arg = 0;
-  const void* touch = nullptr;
-  uint32_t kind() const { return static_cast<uint32_t>(key & 0xffff); }
 };
 
 class Simulator {
@@ -72,8 +61,8 @@ class Simulator {
   void stop() { stopped_ = true; }
   bool stopped() const { return stopped_; }
 
-  Time next_event_time() const { return heap_.empty() ? Time::never() : heap_.front().at; }
-  size_t pending() const { return heap_.size(); }
+  Time next_event_time() const { return queue_.empty() ? Time::never() : queue_.front().at; }
+  size_t pending() const { return queue_.size(); }
   uint64_t events_run() const { return events_run_; }
   uint64_t late_schedules() const { return late_; }
 
@@ -88,16 +77,10 @@ class Simulator {
     std::vector<uint64_t> free_;
   };
 
-  static constexpr size_t kArity = 4;
-  void pop_front();
-  static bool later(const Event& a, const Event& b) {
-    return a.at != b.at ? a.at > b.at : a.key > b.key;
-  }
-
   Time now_;
   uint64_t seed_;
   Rng rng_;
-  std::vector<Event> heap_;  // 4-ary min-heap under later()
+  EventQueue queue_;
   uint64_t next_seq_ = 0;
   uint64_t events_run_ = 0;
   uint64_t late_ = 0;
