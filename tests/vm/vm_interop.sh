@@ -330,12 +330,32 @@ echo "== loss and reordering (netem: loss 1%, 75% of frames 2 ms late)"
 # busybox sh prefers its own applets (tc among them) to PATH: the real one by its path.
 TC=/usr/sbin/tc
 qdiscs_off() { $TC qdisc del dev ifr root; $NS $TC qdisc del dev ifs root; }
-if modprobe sch_netem && [ -x $TC ] &&
-	$TC qdisc add dev ifr root netem loss 1% delay 2ms reorder 25% 50% &&
-	$NS $TC qdisc add dev ifs root netem loss 1% delay 2ms reorder 25% 50%; then
-	s_rtx0=$(eng_json retransmits); s_dup0=$(eng_json duplicates); s_nak0=$(eng_json naks_received)
-	r_dup0=$(rxe_stat duplicate_request); r_rtx0=$(rxe_stat completer_retry_err); r_seq0=$(rxe_stat rcvd_seq_err)
-	both "ibv_rc_pingpong -c under loss" 180 -g "$RG4" "$SG4" ibv_rc_pingpong -n 20 -s 16384 -c
+LOSSY="loss 1% delay 2ms reorder 25% 50%"
+# lossy_but_acks "NS prefix" DEV: the same netem for every frame but RoCE ACKs (BTH
+# opcode 0x11 at offset 28 of an IPv4 UDP/4791 frame), which are delayed and reordered
+# but never lost. ibv_rc_pingpong has no closing handshake: the server exits once its
+# last SEND is ACKed, so a lost ACK for the client's last SEND leaves the client
+# retrying to a QP that is gone (RETRY_EXC_ERR after retry_cnt 7 timeouts; seen in CI,
+# docs/interop.md). sroce-datacheck closes over TCP and runs with every frame lossy.
+lossy_but_acks() {
+	$1 $TC qdisc add dev "$2" root handle 1: prio &&
+		$1 $TC qdisc add dev "$2" parent 1:1 handle 10: netem delay 2ms reorder 25% 50% &&
+		$1 $TC qdisc add dev "$2" parent 1:2 handle 20: netem $LOSSY &&
+		$1 $TC filter add dev "$2" parent 1: protocol ip prio 1 u32 match u8 17 0xff at 9 \
+			match u16 4791 0xffff at 22 match u8 0x11 0xff at 28 flowid 1:1 &&
+		$1 $TC filter add dev "$2" parent 1: protocol all prio 2 u32 match u32 0 0 flowid 1:2
+}
+modprobe sch_prio; modprobe cls_u32
+s_rtx0=$(eng_json retransmits); s_dup0=$(eng_json duplicates); s_nak0=$(eng_json naks_received)
+r_dup0=$(rxe_stat duplicate_request); r_rtx0=$(rxe_stat completer_retry_err); r_seq0=$(rxe_stat rcvd_seq_err)
+if modprobe sch_netem && [ -x $TC ] && lossy_but_acks "" ifr && lossy_but_acks "$NS" ifs; then
+	both "ibv_rc_pingpong -c under loss (ACKs not lost)" 180 -g "$RG4" "$SG4" ibv_rc_pingpong -n 20 -s 16384 -c
+	echo "INFO netem, ACKs spared: ifr $($TC -s qdisc show dev ifr | tr -s ' \n' ' ' | grep -o 'qdisc netem 20:.*dropped [0-9]*' | grep -o 'Sent.*')"
+	qdiscs_off
+else
+	fail "netem/prio/u32 (tc) unavailable: no pingpong under loss"
+fi
+if [ -x $TC ] && $TC qdisc add dev ifr root netem $LOSSY && $NS $TC qdisc add dev ifs root netem $LOSSY; then
 	both "sroce-datacheck under loss" 300 -g "$RG4" "$SG4" sroce-datacheck -p 18803 -n 48 -s 16384
 	s_rtx=$(($(eng_json retransmits) - s_rtx0)); s_dup=$(($(eng_json duplicates) - s_dup0))
 	s_nak=$(($(eng_json naks_received) - s_nak0))

@@ -44,6 +44,16 @@ timeout -k 10 300 unshare --uts /bin/sh -c 'hostname sroce-h1; exec "$@"' sh \
     "$prog" "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
+# Each host's engine counters for the log: the retries, duplicates and the READ replays its
+# responder dropped after a DEREG_MR (engine.replays_dropped: the allreduce case of
+# docs/security.md "Memory") or stale NAKs its requester ignored.
+for h in h1 h2; do
+  "$(cat "$state/bindir")/sroce" status --json --socket "$state/$h.sock" 2>/dev/null |
+    python3 -c "import json, sys; e = json.load(sys.stdin)['engine']; print('mpi.sh: $h ' + ' '.join(
+      f'{k} {e[k]}' for k in ('retransmits', 'timeouts', 'duplicates', 'replays_dropped', 'stale_naks'))
+      + f\" access_faults {e['access_faults']['sent']}/{e['access_faults']['received']}\")" ||
+    echo "mpi.sh: $h: no engine counters"
+done
 ok=0
 grep -q '^mpi_check: ok$' "$out" || { echo "mpi.sh: no 'mpi_check: ok' line"; ok=1; }
 grep -q 'rank 0 of 2 on sroce-h1' "$out" || { echo "mpi.sh: rank 0 did not run on sroce-h1"; ok=1; }

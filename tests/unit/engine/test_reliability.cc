@@ -255,6 +255,102 @@ TEST_CASE(
   CHECK(req_psns == std::vector<uint32_t>{100, 102});
 }
 
+// The MPI allreduce failure (docs/security.md "Memory"): a READ resent after a spurious
+// timeout reaches the responder after the original response completed the READ and the
+// application deregistered the MR. The replay must be dropped quietly: before, the
+// responder NAKed it (remote access), moved its QP to ERR and raised QP_ACCESS_ERR, and the
+// requester took the NAK for a PSN it had completed long ago as fatal.
+TEST_CASE("a duplicate READ whose MR is deregistered before its replay: dropped, both QPs live",
+          "[rel][dup]") {
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 8});
+  p.b.mem.fill(p.b.addr(0x20000), 2048, 9);
+  auto mr2 = p.b->reg_mr(p.b.pd, p.b.addr(0x20000), 2048, kAccessLocalWrite | kAccessRemoteRead);
+  REQUIRE(mr2.ok());
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0, 2048)}, 1, kSendSignaled,
+               p.b.addr(0x20000), mr2->rkey) == 0);
+  auto wa = wait_wc(p.w, p.a, 1);
+  REQUIRE(wa.size() == 1);
+  REQUIRE(wa[0].status == WcStatus::kSuccess);
+  CHECK(p.a.mem.same(p.a.addr(0), p.b.mem, p.b.addr(0x20000), 2048));
+  const WirePkt* req = nullptr;
+  for (auto& x : p.w.log)
+    if (x.op() == SROCE_OP_READ_REQUEST) req = &x;
+  REQUIRE(req != nullptr);
+  const WirePkt dup = *req;
+  // The duplicate arrives while the MR exists (the replay is queued), then DEREG_MR.
+  p.w.deliver(dup);
+  REQUIRE(qstats(p.b, p.qb).duplicates == 1);
+  REQUIRE(p.b->dereg_mr(mr2->lkey).ok());
+  const size_t before = p.w.log.size();
+  p.w.pump();
+  for (size_t i = before; i < p.w.log.size(); ++i) {
+    const WirePkt& x = p.w.log[i];
+    CHECK_FALSE(x.is_nak());
+    CHECK_FALSE((x.op() >= SROCE_OP_READ_RESP_FIRST && x.op() <= SROCE_OP_READ_RESP_ONLY));
+  }
+  CHECK(p.b->stats().replays_dropped == 1);
+  CHECK(p.b->stats().naks_sent_by_code[kNakRemoteAccess] == 0);
+  CHECK(p.b.events().empty());
+  CHECK(p.a.events().empty());
+  CHECK(p.a.poll().empty());
+  // Both QPs still carry traffic: a SEND from a to b, its payload compared.
+  p.a.mem.fill(p.a.addr(0x8000), 512, 4);
+  REQUIRE(post_recv(p.b, p.qb, {sge(p.b, 0x40000, 512)}, 7) == 0);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kSend, {sge(p.a, 0x8000, 512)}, 2) == 0);
+  auto ws = wait_wc(p.w, p.a, 1);
+  REQUIRE(ws.size() == 1);
+  CHECK(ws[0].status == WcStatus::kSuccess);
+  auto wr = wait_wc(p.w, p.b, 1);
+  REQUIRE(wr.size() == 1);
+  CHECK(wr[0].status == WcStatus::kSuccess);
+  CHECK(p.b.mem.same(p.b.addr(0x40000), p.a.mem, p.a.addr(0x8000), 512));
+}
+
+// A NAK for a PSN the requester has completed (late, or forged by a peer that saw the PSN)
+// is stale: dropped and counted, never fatal, never a rewind.
+TEST_CASE("a NAK for an acknowledged PSN is dropped: the QP lives", "[rel][dup]") {
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 8});
+  p.a.mem.fill(p.a.addr(0), 1024, 3);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, 1024)}, 1, kSendSignaled,
+               p.b.addr(0x30000), p.b.mr.rkey) == 0);
+  auto wa = wait_wc(p.w, p.a, 1);
+  REQUIRE(wa.size() == 1);
+  REQUIRE(wa[0].status == WcStatus::kSuccess);
+  const WirePkt* ack = nullptr;
+  for (auto& x : p.w.log)
+    if (x.from == 1 && x.is_ack()) ack = &x;
+  REQUIRE(ack != nullptr);
+  const uint64_t drops0 = p.a->stats().rx_drop_reason[kRxDropUnexpectedResponse];
+  const uint8_t naks[] = {
+      sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_REMOTE_ACCESS),
+      sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_PSN_SEQ_ERR),
+      sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_INVALID_REQ),
+      sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, 14),
+  };
+  for (const uint8_t syn : naks) {
+    WirePkt n = *ack;
+    n.bytes[SROCE_BTH_LEN] = static_cast<std::byte>(syn);  // the AETH syndrome
+    reicrc(n.bytes, n.meta);
+    p.w.deliver(n);
+  }
+  CHECK(p.a->stats().stale_naks == 4);
+  CHECK(p.a->stats().rx_drop_reason[kRxDropUnexpectedResponse] == drops0 + 4);
+  CHECK(p.a->qp_stats(p.qa)->timeouts == 0);
+  CHECK(p.a.events().empty());
+  CHECK(p.a.poll().empty());
+  const size_t before = p.w.log.size();
+  p.w.pump();
+  CHECK(p.w.log.size() == before);  // nothing resent
+  // The QP goes on: a second WRITE completes, its bytes compared.
+  p.a.mem.fill(p.a.addr(0x1000), 1024, 8);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0x1000, 1024)}, 2, kSendSignaled,
+               p.b.addr(0x31000), p.b.mr.rkey) == 0);
+  auto w2 = wait_wc(p.w, p.a, 1);
+  REQUIRE(w2.size() == 1);
+  CHECK(w2[0].status == WcStatus::kSuccess);
+  CHECK(p.b.mem.same(p.b.addr(0x31000), p.a.mem, p.a.addr(0x1000), 1024));
+}
+
 TEST_CASE("reordered READ responses do not exhaust retry_cnt", "[rel][dup]") {
   Pair p({}, {.mtu = Mtu::k256, .timeout = 8, .retry_cnt = 2});
   p.b.mem.fill(p.b.addr(0x10000), 25000, 6);

@@ -651,6 +651,8 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
           {"received", e.naks_received_by_code[kNakRemoteAccess]}}},
         {"timeouts", e.timeouts},
         {"duplicates", e.duplicates},
+        {"replays_dropped", e.replays_dropped},
+        {"stale_naks", e.stale_naks},
         {"rx_drop_reason", drops}}},
       {"memory",
        {{"reads", m.reads},

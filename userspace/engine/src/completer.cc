@@ -192,6 +192,14 @@ void Engine::Impl::comp_on_response(Qp& qp, const sroce_pkt& pkt, Time now) {
 
   if (op == SROCE_OP_ACK) {
     const uint8_t syn = pkt.aeth.syndrome;
+    // A NAK (or RNR NAK) names the PSN that failed; one at or before acked_psn is about a
+    // request already acknowledged, answered late or for a duplicate (a resent READ the
+    // responder could no longer serve, say): stale, it must not rewind or end the QP
+    // (IBA 9.7.5.1.1: a response for a PSN already completed is a duplicate, dropped).
+    if (sroce_aeth_type(syn) != SROCE_AETH_ACK && psn_diff(psn, qp.acked_psn) <= 0) {
+      ++stats_.stale_naks;
+      return drop();
+    }
     switch (sroce_aeth_type(syn)) {
       case SROCE_AETH_ACK:
         ++qp.stats.acks_received;

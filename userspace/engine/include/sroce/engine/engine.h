@@ -264,6 +264,12 @@ struct EngineStats {
   uint64_t rnr_naks_received = 0;
   uint64_t timeouts = 0;
   uint64_t duplicates = 0;
+  // READ replays for duplicate requests dropped because their MR was deregistered (or its
+  // memory gone) after the original response went out in full: no NAK, the QP lives.
+  uint64_t replays_dropped = 0;
+  // NAKs and RNR NAKs for a PSN already acknowledged, dropped by the requester (also in
+  // rx_drop_reason[kRxDropUnexpectedResponse]).
+  uint64_t stale_naks = 0;
   uint64_t rx_drop_reason[kRxDropCount] = {};  // indexed by RxDropReason
   // NAKs other than RNR by code (NakCode): sent by the responder, received by the requester
   // (a reserved code received counts in naks_received only).
