@@ -294,3 +294,31 @@ TEST_CASE("lossy switch: going back over compatible PSNs with a READ resends no 
   CHECK(qstats(p.a, p.qa).spurious_retransmits == 0);
   if (by_timeout) CHECK(qstats(p.a, p.qa).timeouts >= 1);
 }
+
+// The MR of a lossy READ deregistered while its responses are going out (docs/security.md
+// "Memory": the requester may have completed the READ through repairs by then, as Open MPI's
+// rendezvous did before deregistering). The responder stops without a NAK and its QP lives;
+// this requester really lacks the data, so its repairs go unanswered until retry_cnt runs out.
+TEST_CASE("lossy READ: the MR deregistered mid-response, no NAK, the responder QP lives",
+          "[lossy][read]") {
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 8, .retry_cnt = 2}, {}, lossy_cfg(4));
+  warm_up(p);
+  p.b.mem.fill(p.b.addr(0x200000), 16384, 5);
+  auto mr2 = p.b->reg_mr(p.b.pd, p.b.addr(0x200000), 16384, kAccessLocalWrite | kAccessRemoteRead);
+  REQUIRE(mr2.ok());
+  int responses = 0;
+  p.w.filter = [&](const WirePkt& x) {
+    if (is_read_resp(x) && ++responses == 3) REQUIRE(p.b->dereg_mr(mr2->lkey).ok());
+    return Verdict::kDeliver;
+  };
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x10000, 16384)}, 1, kSendSignaled,
+               p.b.addr(0x200000), mr2->rkey) == 0);
+  auto wc = wait_wc(p.w, p.a, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == WcStatus::kRetryExcErr);
+  CHECK(responses == 3);  // nothing sent from the MR after the DEREG
+  CHECK(p.b->stats().replays_dropped == 1);
+  CHECK(p.b->stats().naks_sent_by_code[kNakRemoteAccess] == 0);
+  CHECK(p.b.events().empty());
+  for (const WirePkt& x : p.w.log) CHECK_FALSE((x.from == 1 && x.is_nak()));
+}

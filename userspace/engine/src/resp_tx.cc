@@ -158,13 +158,15 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
         // the one it named (mr_live: a DEREG_MR or REREG_MR since ends the READ).
         if (!mr_live(r.cur_ref) || !mem_.read_mr(mem_lkey(r.cur_ref), r.cur_host,
                                                  {reinterpret_cast<std::byte*>(h), len})) {
-          if (r.answered) {
-            // A replay for a duplicate request: the original response went out in full,
-            // and the requester may well have it (a resend after a spurious timeout,
-            // overtaken by what followed its completion, up to a DEREG_MR). Drop the
-            // replay without a NAK: ending the QP here broke a valid exchange (the MPI
-            // allreduce, docs/security.md "Memory"); a requester that really lacks the
-            // data times out and ends in RETRY_EXC_ERR. As lossy repairs do.
+          if (r.answered || r.lossy) {
+            // The requester may well have all of this READ's data: a replay for a
+            // duplicate request (the original responses went out in full; a resend after
+            // a spurious timeout, overtaken by what followed its completion, up to a
+            // DEREG_MR), or a lossy READ it completed through repairs before the original
+            // responses all went out (alloc_res). Drop the rest without a NAK: ending the
+            // QP here broke a valid exchange (the MPI allreduce, docs/security.md
+            // "Memory"); a requester that really lacks the data times out and ends in
+            // RETRY_EXC_ERR. As lossy repairs do.
             res_sent(qp, r);
             ++stats_.replays_dropped;
             continue;

@@ -264,8 +264,10 @@ struct EngineStats {
   uint64_t rnr_naks_received = 0;
   uint64_t timeouts = 0;
   uint64_t duplicates = 0;
-  // READ replays for duplicate requests dropped because their MR was deregistered (or its
-  // memory gone) after the original response went out in full: no NAK, the QP lives.
+  // READ responses dropped because their MR was deregistered (or its memory gone) when the
+  // requester may have the data already: a replay for a duplicate request (the original
+  // responses went out in full) or a lossy READ (repairs may have completed it). No NAK, the
+  // QP lives. Counted once per READ.
   uint64_t replays_dropped = 0;
   // NAKs and RNR NAKs for a PSN already acknowledged, dropped by the requester (also in
   // rx_drop_reason[kRxDropUnexpectedResponse]).
