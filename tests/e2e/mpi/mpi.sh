@@ -47,8 +47,9 @@ cat "$out"
 # Each host's engine counters for the log: the retries, duplicates and the READ replays its
 # responder dropped after a DEREG_MR (engine.replays_dropped: the allreduce case of
 # docs/security.md "Memory") or stale NAKs its requester ignored.
+sroce_cli=$(cat "$state/bindir")/sroce
 for h in h1 h2; do
-  "$(cat "$state/bindir")/sroce" status --json --socket "$state/$h.sock" 2>/dev/null |
+  "$sroce_cli" status --json --socket "$state/$h.sock" 2>/dev/null |
     python3 -c "import json, sys; e = json.load(sys.stdin)['engine']; print('mpi.sh: $h ' + ' '.join(
       f'{k} {e[k]}' for k in ('retransmits', 'timeouts', 'duplicates', 'replays_dropped', 'stale_naks'))
       + f\" access_faults {e['access_faults']['sent']}/{e['access_faults']['received']}\")" ||

@@ -158,21 +158,20 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
         // the one it named (mr_live: a DEREG_MR or REREG_MR since ends the READ).
         if (!mr_live(r.cur_ref) || !mem_.read_mr(mem_lkey(r.cur_ref), r.cur_host,
                                                  {reinterpret_cast<std::byte*>(h), len})) {
-          if (r.answered || r.lossy) {
-            // The requester may well have all of this READ's data: a replay for a
-            // duplicate request (the original responses went out in full; a resend after
-            // a spurious timeout, overtaken by what followed its completion, up to a
-            // DEREG_MR), or a lossy READ it completed through repairs before the original
-            // responses all went out (alloc_res). Drop the rest without a NAK: ending the
-            // QP here broke a valid exchange (the MPI allreduce, docs/security.md
-            // "Memory"); a requester that really lacks the data times out and ends in
-            // RETRY_EXC_ERR. As lossy repairs do.
-            res_sent(qp, r);
+          // The requester may well have all of this READ's data: a replay for a duplicate
+          // request (the original responses went out in full; a resend after a spurious
+          // timeout, overtaken by what followed its completion, up to a DEREG_MR), or a
+          // lossy READ it completed through repairs before the original responses all went
+          // out (alloc_res). Then the rest is dropped without a NAK, as lossy repairs are:
+          // ending the QP broke a valid exchange (the MPI allreduce, docs/security.md
+          // "Memory"); a requester that really lacks the data times out (RETRY_EXC_ERR).
+          const bool may_have_it = r.answered || r.lossy;
+          const uint32_t psn = r.cur_psn;
+          res_sent(qp, r);
+          if (may_have_it) {
             ++stats_.replays_dropped;
             continue;
           }
-          const uint32_t psn = r.cur_psn;
-          res_sent(qp, r);
           resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, SROCE_NAK_REMOTE_ACCESS), psn, true);
           qp_to_error(qp);
           raise(AsyncEventType::kQpAccessErr, qp.qpn);
