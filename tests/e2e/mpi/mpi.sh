@@ -26,7 +26,22 @@ for h in h1 h2; do
   mkdir -p "/etc/netns/$(ns $h)"
   printf '127.0.0.1 localhost\n%s.1 sroce-h1\n%s.2 sroce-h2\n' $net $net >"/etc/netns/$(ns $h)/hosts"
 done
-cleanup() { for h in h1 h2; do rm -rf "/etc/netns/$(ns $h)"; done; }
+sroce_cli=$(cat "$state/bindir")/sroce
+# A run that has not ended after 270 s (mpirun's bound is 300): every QP of both hosts, with
+# its PSNs, outstanding work and counters, printed while the ranks still hold them.
+watchdog() {
+  sleep 270 </dev/null >/dev/null 2>&1 || return  # not holding ctest's pipe once killed
+  for h in h1 h2; do
+    echo "mpi.sh: $h QPs after 270 s:"
+    "$sroce_cli" qps --json --socket "$state/$h.sock" 2>&1
+  done
+}
+watchdog &
+wd=$!
+cleanup() {
+  kill "$wd" 2>/dev/null
+  for h in h1 h2; do rm -rf "/etc/netns/$(ns $h)"; done
+}
 trap cleanup EXIT
 out=$(mktemp /tmp/sroce-mpi.XXXXXX)
 export SROCE_E2E_STATE=$state
@@ -47,7 +62,6 @@ cat "$out"
 # Each host's engine counters for the log: the retries, duplicates and the READ replays its
 # responder dropped after a DEREG_MR (engine.replays_dropped: the allreduce case of
 # docs/security.md "Memory") or stale NAKs its requester ignored.
-sroce_cli=$(cat "$state/bindir")/sroce
 for h in h1 h2; do
   "$sroce_cli" status --json --socket "$state/$h.sock" 2>/dev/null |
     python3 -c "import json, sys; e = json.load(sys.stdin)['engine']; print('mpi.sh: $h ' + ' '.join(
