@@ -144,6 +144,9 @@ class Wire {
   std::vector<WirePkt> held;  // kHold packets, for release()
   Time now = Time::zero();
   size_t max_packets = 2'000'000;
+  // A muted host is not polled for packets (its engine still receives and runs its timers):
+  // an end whose loop is descheduled, or paced, with work still to send.
+  bool mute[2] = {false, false};
 
   // Delivers packets until both engines have nothing to send at `now`. The
   // hosts take turns, one packet each, like the two ends of a link.
@@ -153,6 +156,7 @@ class Wire {
     for (;;) {
       bool any = false;
       for (int i = 0; i < 2; ++i) {
+        if (mute[i]) continue;
         if (auto tx = h_[i]->eng->poll_transmit(buf, now)) {
           any = true;
           REQUIRE(tx->len <= buf.size());

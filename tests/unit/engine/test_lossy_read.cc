@@ -121,6 +121,49 @@ TEST_CASE("lossy READ: a lost response is asked for alone, without going back N"
   CHECK(p.w.now - t0 < Duration::millis(1));
 }
 
+TEST_CASE("lossy READ: a responder that stalls mid-READ sends no response twice",
+          "[lossy][read]") {
+  // The responder's loop stops after 8 of 32 responses (descheduled, or paced) for 1 ms:
+  // the requester's response timer fires in that silence and asks for the tail (it cannot
+  // tell a stall from a lost tail). Those PSNs were never sent: the responder leaves them to
+  // its original stream instead of sending them twice (e2e_mpi_rc sent 1 MiB READs twice).
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 14}, {}, lossy_cfg(4));
+  warm_up(p);
+  p.b.mem.fill(p.b.addr(0x200000), 32768, 7);
+  int originals = 0;
+  p.w.filter = [&](const WirePkt& x) {
+    if (is_read_resp(x) && (x.req.flags & SROCE_LEH_F_RETX) == 0 && ++originals == 8)
+      p.w.mute[1] = true;
+    return Verdict::kDeliver;
+  };
+  const size_t reqs0 = p.w.count(is_read_req);
+  const Time t0 = p.w.now;
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x10000, 32768)}, 1, kSendSignaled,
+               p.b.addr(0x200000), p.b.mr.rkey) == 0);
+  p.w.pump();
+  REQUIRE(p.w.mute[1]);
+  // 1 ms of silence from the responder, in 10 us steps; both engines' timers run.
+  while (p.w.now - t0 < Duration::millis(1)) {
+    p.w.now = p.w.now + Duration::micros(10);
+    p.a.eng->on_timer(p.w.now);
+    p.b.eng->on_timer(p.w.now);
+    p.w.pump();
+  }
+  // The timer asked (the case this test is about).
+  const size_t asked = p.w.count(is_read_req) - reqs0 - 1;
+  CHECK(asked >= 1);
+  p.w.mute[1] = false;
+  auto wc = wait_wc(p.w, p.a, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == WcStatus::kSuccess);
+  CHECK(p.a.mem.same(p.a.addr(0x10000), p.b.mem, p.b.addr(0x200000), 32768));
+  // Each of the 32 responses went out once; the asks for unsent PSNs were counted.
+  CHECK(qstats(p.b, p.qb).read_responses_sent == 32);
+  CHECK(p.w.count(is_read_resp) == 32);
+  CHECK(p.b->stats().read_repair_psns_unsent >= 24);
+  CHECK(qstats(p.a, p.qa).timeouts == 0);
+}
+
 TEST_CASE("lossy READ: a lost repair is asked for again; the RTO asks for all that is missing",
           "[lossy][read]") {
   Pair p({}, {.mtu = Mtu::k1024, .timeout = 10}, {}, lossy_cfg(4));

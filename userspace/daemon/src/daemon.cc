@@ -653,6 +653,7 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
         {"duplicates", e.duplicates},
         {"replays_dropped", e.replays_dropped},
         {"stale_naks", e.stale_naks},
+        {"read_repair_psns_unsent", e.read_repair_psns_unsent},
         {"rx_drop_reason", drops}}},
       {"memory",
        {{"reads", m.reads},

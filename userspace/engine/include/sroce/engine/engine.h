@@ -272,6 +272,10 @@ struct EngineStats {
   // NAKs and RNR NAKs for a PSN already acknowledged, dropped by the requester (also in
   // rx_drop_reason[kRxDropUnexpectedResponse]).
   uint64_t stale_naks = 0;
+  // Lossy READ repair requests for response PSNs the responder had not sent yet (its original
+  // responses were still going out, paced or behind a slow loop): those PSNs are left to the
+  // original stream instead of being sent twice. Counted per PSN (docs/lossy.md).
+  uint64_t read_repair_psns_unsent = 0;
   uint64_t rx_drop_reason[kRxDropCount] = {};  // indexed by RxDropReason
   // NAKs other than RNR by code (NakCode): sent by the responder, received by the requester
   // (a reserved code received counts in naks_received only).
