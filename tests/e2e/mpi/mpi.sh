@@ -39,6 +39,7 @@ watchdog() {
 watchdog &
 wd=$!
 cleanup() {
+  pkill -P "$wd" sleep 2>/dev/null
   kill "$wd" 2>/dev/null
   for h in h1 h2; do rm -rf "/etc/netns/$(ns $h)"; done
 }

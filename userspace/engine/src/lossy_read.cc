@@ -133,11 +133,25 @@ void Engine::Impl::lossy_read_trailer(Qp& qp, uint32_t psn, uint32_t res_first, 
 
 // A duplicate READ request inside the PSNs of a lossy READ: queue a repair
 // of exactly [psn, psn + packets of len) (checked against the resource's
-// range and the R_Key by the caller). False: the repair queue is full (the
-// requester's timer asks again).
+// range and the R_Key by the caller), less what the original stream has still to send.
+// False: the repair queue is full (the requester's timer asks again).
 bool Engine::Impl::lossy_read_repair(Qp& qp, const Resource& r, uint32_t psn, uint64_t host,
                                      uint64_t ref, uint32_t len) {
   Lossy& l = qp.lossy;
+  // While the READ's original responses are still going out (r.cur_psn is the next), the
+  // PSNs from there on are on their way in that stream: the repair stops before them. The
+  // requester's response timer asks for the tail after a short silence (a responder paced,
+  // or its loop descheduled); without this a 1 MiB READ went out twice (e2e_mpi_rc: some
+  // 10 000 duplicate responses a run on a lossless veth).
+  if (r.tx_pending && !r.answered) {
+    const uint32_t k = npackets(len, qp.mtu);
+    const auto sent = static_cast<uint32_t>(std::max(psn_diff(r.cur_psn, psn), 0));
+    if (sent < k) {
+      stats_.read_repair_psns_unsent += k - sent;
+      if (sent == 0) return true;
+      len = sent * qp.mtu;  // whole packets: the READ's last one is among the unsent
+    }
+  }
   if (l.rd_rep_n >= kRdRepairs) return false;
   RdRepair& p = l.rd_rep[(l.rd_rep_head + l.rd_rep_n) % kRdRepairs];
   p = RdRepair{};

@@ -351,24 +351,7 @@ void do_duplicate(Impl& e, Qp& qp, const sroce_pkt& pkt, uint32_t f) {
                          !e.check_rkey(qp, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
                                        kAccessRemoteRead, &host, &ref)))
           break;
-        // The original responses of this READ still going out (r.cur_psn is the next one):
-        // the PSNs from there on are on their way in the stream, so the repair stops before
-        // them. The requester's response timer asks for the tail after a short silence (a
-        // responder paced, or its loop descheduled): without this, a 1 MiB READ was sent
-        // twice (e2e_mpi_rc: some 10 000 duplicate responses a run on a lossless veth).
-        uint32_t len = pkt.reth.dma_len;
-        if (r.tx_pending && !r.answered) {
-          const int32_t sent = psn_diff(r.cur_psn, psn);
-          if (sent <= 0) {
-            e.stats_.read_repair_psns_unsent += k;
-            return;
-          }
-          if (static_cast<uint32_t>(sent) < k) {
-            e.stats_.read_repair_psns_unsent += k - static_cast<uint32_t>(sent);
-            len = static_cast<uint32_t>(sent) * qp.mtu;  // whole packets: the last is unsent
-          }
-        }
-        if (!e.lossy_read_repair(qp, r, psn, host, ref, len))
+        if (!e.lossy_read_repair(qp, r, psn, host, ref, pkt.reth.dma_len))
           return count_drop(e, qp, kRxDropDuplicate);
         return;
       }
