@@ -19,9 +19,10 @@ mkdir -p "$st/bin" "$st/sbin" "$st/etc" "$st/proc" "$st/sys" "$st/dev" "$st/tmp"
 	"$st/test" "$st/lib/modules/$kver/extra"
 cp /bin/busybox "$st/bin/busybox"
 cp "$here/init.sh" "$st/init"
-# SROCE_VM_SCRIPT: another test script in its place (vm_interop.sh).
+# SROCE_VM_SCRIPT: another test script in its place (vm_interop.sh, vm_interop_dpdk.sh).
 cp "$here/${SROCE_VM_SCRIPT:-vm_test.sh}" "$st/test/vm_test.sh"
 cp "$here/vm_rdmacm.sh" "$st/test/vm_rdmacm.sh"
+cp "$here/iop_lib.sh" "$st/test/iop_lib.sh"
 cp "$here/vm_slow.sh" "$st/test/vm_slow.sh"
 cp "$here/vm_pyverbs.sh" "$st/test/vm_pyverbs.sh"
 chmod +x "$st/init"

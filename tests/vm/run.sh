@@ -4,6 +4,7 @@
 # (the test programs go to /test/bin: kverbs, kmock, kmad)
 # SROCE_VM_SCRIPT=vm_interop.sh boots the interop test instead (run_interop.sh);
 # SROCE_VM_DISK=FILE attaches FILE as /dev/vda (raw), where the VM may leave a capture.
+# SROCE_VM_KMOD_OUT=DIR builds the module there instead of OUTDIR/kmod.
 # Builds the module (kmod/build.sh), fetches Debian's kernel (kernel.sh,
 # cached in build/vm/cache of the source tree, or $SROCE_VM_CACHE), builds
 # the initramfs, boots it under qemu (TCG, 2 CPUs, 1 GiB) and judges the
@@ -19,8 +20,11 @@ kver=$("$src/kmod/kver.sh")
 cache=${SROCE_VM_CACHE:-$src/build/vm/cache}
 timeout_s=${SROCE_VM_TIMEOUT:-360}
 
+# SROCE_VM_KMOD_OUT: the module's build directory, when a test shares another's (Kbuild then
+# rebuilds only what changed); the tests that share one run serially.
+kout=${SROCE_VM_KMOD_OUT:-$out/kmod}
 echo "vm: kernel $kver"
-"$src/kmod/build.sh" "$out/kmod" "$kver" >"$out/kmod-build.log" 2>&1 || {
+"$src/kmod/build.sh" "$kout" "$kver" >"$out/kmod-build.log" 2>&1 || {
 	cat "$out/kmod-build.log"
 	echo "vm: FAIL: module build"
 	exit 1
@@ -65,7 +69,7 @@ if [ "${SROCE_VM_PYVERBS:-1}" = 1 ] && [ -x /usr/bin/python3 ] && [ -d /usr/lib/
 fi
 # shellcheck disable=SC2086
 "$src/tests/vm/mkinitramfs.sh" "$out/initramfs.cpio.gz" "$kroot" "$kver" \
-	"$out/kmod/rdma_sroce.ko" $extra "$@"
+	"$kout/rdma_sroce.ko" $extra "$@"
 
 log="$out/console.log"
 echo "vm: booting (log: $log)"

@@ -7,26 +7,8 @@
 # that can (-c); the ICRC counters of both ends read; one corrupted frame each way must
 # be dropped by both; a capture of the session goes to /dev/vda for tshark on the host.
 set -u
-fails=0
-checks=0
-T0=$(cut -d. -f1 /proc/uptime)
-pass() { checks=$((checks + 1)); echo "PASS $*"; }
-fail() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $*"; }
-expect() { d=$1; shift; if "$@" >/tmp/out 2>&1; then pass "$d"; else fail "$d"; sed 's/^/    /' /tmp/out; fi; }
-# moved A B PASS_TEXT FAIL_TEXT: a pass if counts A and B both went up (are above 0).
-moved() { if [ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ]; then pass "$3"; else fail "$4"; fi; }
-wait_for() { # seconds, then a command
-	n=$(($1 * 10)); shift
-	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; n=$((n - 1)); done
-	return 1
-}
-IP=/usr/sbin/ip
-[ -x "$IP" ] || IP="busybox ip"
-NS="$IP netns exec iop"
-RXE_V4=10.77.0.1
-SRO_V4=10.77.0.2
-RXE_V6=fd77::1
-SRO_V6=fd77::2
+# pass/fail, addresses, gid_index, pair/both, the counter readers.
+. /test/iop_lib.sh
 
 echo "== modules"
 # rxe computes its ICRC with the crypto API's "crc32", a module nothing loads for it here.
@@ -78,18 +60,6 @@ start_sroced
 wait_for 20 sh -c '[ "$(cat /sys/class/infiniband/rxe0/ports/1/state)" = "4: ACTIVE" ]' ||
 	fail "rxe0 not ACTIVE: $(cat /sys/class/infiniband/rxe0/ports/1/state)"
 
-# gid_index DEV GID: the RoCE v2 entry of GID (the sysfs spelling) in DEV's table.
-gid_index() {
-	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		i=${g##*/}
-		grep -q "^$2\$" "$g" 2>/dev/null || continue
-		t=/sys/class/infiniband/$1/ports/1/gid_attrs/types/$i
-		[ -r "$t" ] && ! grep -q "v2" "$t" 2>/dev/null && continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
 wait_for 20 gid_index rxe0 0000:0000:0000:0000:0000:ffff:0a4d:0001
 RG4=$(gid_index rxe0 0000:0000:0000:0000:0000:ffff:0a4d:0001)
 SG4=$(gid_index sroce0 0000:0000:0000:0000:0000:ffff:0a4d:0002)
@@ -111,7 +81,6 @@ echo "module rdma_rxe +p" >/sys/kernel/debug/dynamic_debug/control 2>/dev/null |
 # sroced runs with its defaults: datapath.gso = true, so trains of same-size packets leave
 # as one UDP_SEGMENT send whose segments the kernel numbers (IPv4 ids 0, 1, 2, ...), each
 # with the ICRC of its own id (docs/wire.md, "UDP GSO and the IPv4 identification").
-dp_json() { $NS sroce status --json --dev sroce0 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin)['datapath']; print(d['$1'])" 2>/dev/null; }
 [ "$(dp_json gso)" = True ] && pass "sroced runs with datapath.gso = true" || fail "sroced's datapath.gso is $(dp_json gso)"
 ICRC_BASE=$(dmesg | grep -ci 'bad icrc')
 
@@ -124,54 +93,6 @@ if [ -n "$DUMPCAP" ]; then
 	sleep 2
 fi
 
-# pair NAME TIMEOUT SERVER_SIDE "SERVER ARGS" CLIENT_ARGS: SERVER_SIDE is rxe or sroce;
-# the server runs there, the client on the other end, connecting to the server's address
-# (the out-of-band TCP exchange crosses the veth too). Both must exit 0.
-pair() {
-	name=$1; to=$2; side=$3; sargs=$4; cargs=$5
-	if [ "$side" = sroce ]; then
-		sns=$NS; cns=""; saddr=$SRO_V4
-	else
-		sns=""; cns=$NS; saddr=$RXE_V4
-	fi
-	# shellcheck disable=SC2086
-	timeout "$to" $sns $sargs >/tmp/srv.out 2>&1 &
-	spid=$!
-	sleep 2
-	# A server with an out-of-band TCP exchange (all but the rdma_cm ones) must listen
-	# before its client connects: on a loaded host 2 s were once not enough for it.
-	case "$sargs" in
-	rping* | *" -R "*) ;;
-	*) wait_for 30 sh -c "$sns cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '\$4 == \"0A\" { f = 1 } END { exit !f }'" ||
-		echo "INFO $name: no TCP listener after 30 s" ;;
-	esac
-	# shellcheck disable=SC2086
-	timeout "$to" $cns $cargs $saddr >/tmp/cli.out 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
-		pass "$name"
-	else
-		fail "$name (server $src, client $crc)"
-		sed "s/^/    server: /" /tmp/srv.out | grep -v -E "^    server: *(PCIe|ibv_wr|CQ Mod|Mtu|Link type|GID index|Outstand|rdma_cm|Data ex|TX depth|Connection type|Number of qps|Dual-port|Device|Using SRQ)" | tail -n 12
-		sed "s/^/    client: /" /tmp/cli.out | grep -v -E "^    client: *(PCIe|ibv_wr|CQ Mod|Mtu|Link type|GID index|Outstand|rdma_cm|Data ex|TX depth|Connection type|Number of qps|Dual-port|Device|Using SRQ)" | tail -n 12
-	fi
-}
-# Both directions of one program: the server on sroce (rxe's client sends first), then on
-# rxe. DEVARG is the device option, GIDARG the GID option of the program.
-both() {
-	bname=$1; bto=$2; gidopt=$3; rg=$4; sg=$5; shift 5
-	pair "$bname rxe->sroce" "$bto" sroce "$* -d sroce0 $gidopt $sg" "$* -d rxe0 $gidopt $rg"
-	perf_line "$bname rxe->sroce"
-	pair "$bname sroce->rxe" "$bto" rxe "$* -d rxe0 $gidopt $rg" "$* -d sroce0 $gidopt $sg"
-	perf_line "$bname sroce->rxe"
-}
-perf_line() {
-	l=$(grep -A1 -E '^ *#bytes' /tmp/cli.out | tail -n1 | tr -s ' ')
-	[ -z "$l" ] && l=$(grep -E 'bytes in .* seconds' /tmp/cli.out | head -n1)
-	[ -n "$l" ] && echo "SUMMARY $1: $l"
-}
 
 echo "== IPv4: verbs examples with data checked (-c)"
 both "ibv_rc_pingpong -c" 90 -g "$RG4" "$SG4" ibv_rc_pingpong -n 20 -s 4096 -c
@@ -212,8 +133,6 @@ both "ib_read_bw IPv6" 120 -x "$RG6" "$SG6" ib_read_bw -F -m 1024 -o 16 -s 16384
 # rxe the server, sroce's requester once ran out of retry_cnt here when its receive queue
 # lagged behind its ACK timer (docs/interop.md; engine test "a starved requester ...").
 echo "== 64 KiB messages"
-eng_json() { $NS sroce status --json --dev sroce0 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['engine']['$1'])" 2>/dev/null; }
-rxe_stat() { rdma statistic show link rxe0/1 2>/dev/null | tr -s ' ' '\n' | grep -A1 -x "$1" | tail -n1; }
 both "ibv_rc_pingpong -c 64 KiB" 180 -g "$RG4" "$SG4" ibv_rc_pingpong -n 10 -s 65536 -c
 echo "INFO sroced after the 64 KiB pingpongs: retransmits $(eng_json retransmits), timeouts $(eng_json timeouts)"
 
@@ -266,8 +185,6 @@ pair "ib_send_bw -R sroce->rxe" 120 rxe "ib_send_bw -R -d rxe0 -F -s 16384 -n 20
 
 # ICRC counters for good traffic: sroced's rx_bad_icrc, rxe's "bad ICRC" reports (rxe has
 # no ICRC counter in `rdma statistic`; it warns per bad packet, rate-limited).
-sroce_ctr() { $NS sroce status --json --dev sroce0 2>/dev/null | tr ',{}' '\n\n\n' | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" | head -n1; }
-rxe_bad() { dmesg | grep -ci "bad icrc"; }
 echo "== counters after good traffic"
 echo "INFO rdma statistic: $(rdma statistic show link rxe0/1 2>&1 | tr '\n' ' ')"
 bad0=$(sroce_ctr rx_bad_icrc)
