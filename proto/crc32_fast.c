@@ -13,6 +13,12 @@
  *   3. the 128-bit remainder goes to 96, then 64 bits, and Barrett reduction
  *      gives the 32-bit CRC.
  *
+ * The wide path (CPUs with VPCLMULQDQ and AVX-512F) runs step 1 on four
+ * 512-bit registers, i.e. sixteen 128-bit lanes, 256 bytes per iteration,
+ * then narrows to the 128-bit code. The copy variants store every 16 or 64
+ * bytes they load, so the CRC costs no second pass over the data
+ * (sroce_crc32_copy, icrc.h).
+ *
  * The constants are x^k mod P and floor(x^64 / P), computed by
  * proto/gen_crc32_fold.py, whose docstring derives the register layouts and
  * which checks them on a bit-exact model of this code before printing them;
@@ -21,14 +27,16 @@
  * Freestanding: the intrinsics headers are header-only (GCC's <xmmintrin.h>
  * pulls in <stdlib.h> declarations for _mm_malloc, which is never used, so no
  * libc symbol is referenced). Only the functions below carry the
- * pclmul/sse4.1 target; the rest of proto/ stays baseline x86-64, and
- * sroce_crc32_update (icrc.c) calls in only after CPUID said yes.
+ * pclmul/sse4.1 (wide: avx512f/vpclmulqdq) target; the rest of proto/ stays
+ * baseline x86-64, and sroce_crc32_update / sroce_crc32_copy (icrc.c) call in
+ * only after CPUID (and, for the wide path, XGETBV) said yes.
  */
 #include "crc32_fast.h"
 
 #if SROCE_CRC32_HAVE_PCLMUL
 
 #include <cpuid.h>
+#include <immintrin.h>
 #include <smmintrin.h>
 #include <wmmintrin.h>
 
@@ -45,6 +53,15 @@
 /* fold 128 bits: x^160 mod P, x^96 mod P (33-bit reflected) */
 #define K_FOLD_128_LO 0x1751997d0ull
 #define K_FOLD_128_HI 0x0ccaa009eull
+/* fold 2048 bits: x^2080 mod P, x^2016 mod P (33-bit reflected) */
+#define K_FOLD_2048_LO 0x11542778aull
+#define K_FOLD_2048_HI 0x1322d1430ull
+/* fold 1536 bits: x^1568 mod P, x^1504 mod P (33-bit reflected) */
+#define K_FOLD_1536_LO 0x1821d8bc0ull
+#define K_FOLD_1536_HI 0x12e958ac4ull
+/* fold 1024 bits: x^1056 mod P, x^992 mod P (33-bit reflected) */
+#define K_FOLD_1024_LO 0x1e88ef372ull
+#define K_FOLD_1024_HI 0x14a7fe880ull
 /* final reduction: x^96 mod P, x^64 mod P (33-bit reflected) */
 #define K_REDUCE_96 0x0ccaa009eull
 #define K_REDUCE_64 0x163cd6124ull
@@ -129,35 +146,32 @@ static inline FOLD_TARGET uint32_t reduce128(__m128i r)
 	return (uint32_t)_mm_extract_epi32(s, 1);
 }
 
-FOLD_TARGET uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, size_t len)
+static inline FOLD_TARGET void store16(uint8_t *d, __m128i v)
 {
-	if (len < SROCE_CRC32_FOLD_MIN)
-		return sroce_crc32_update_table(crc, p, len);
+	_mm_storeu_si128((__m128i *)(void *)d, v);
+}
 
-	const uint8_t *const end = p + len;
-	/* The register XORs into the first four message bytes: CRC(c, M) is
-	 * (c * x^(8n) + M * x^32) mod P = ((c * x^(8n-32) + M) * x^32) mod P. */
-	__m128i x0 = _mm_xor_si128(load16(p), _mm_cvtsi32_si128((int)crc));
-	__m128i x1 = load16(p + 16);
-	__m128i x2 = load16(p + 32);
-	__m128i x3 = load16(p + 48);
-	p += 64;
+#define ALWAYS_INLINE __attribute__((always_inline))
 
-	const __m128i k512 = kpair(K_FOLD_512_LO, K_FOLD_512_HI);
-	while ((size_t)(end - p) >= 64) {
-		x0 = _mm_xor_si128(fold(x0, k512), load16(p));
-		x1 = _mm_xor_si128(fold(x1, k512), load16(p + 16));
-		x2 = _mm_xor_si128(fold(x2, k512), load16(p + 32));
-		x3 = _mm_xor_si128(fold(x3, k512), load16(p + 48));
-		p += 64;
-	}
-
+/*
+ * The end of every folding path: 16-byte blocks into the 128-bit remainder
+ * `r`, the 1..15-byte tail, the reduction. `d` non-NULL: each byte read is
+ * also stored at the same offset from `d` (the copy; callers pass a constant
+ * NULL for the plain CRC, which inlining removes). At least 16 bytes precede
+ * `end` in the stream (the tail reloads the last 16).
+ */
+static inline ALWAYS_INLINE FOLD_TARGET uint32_t fold_finish(__m128i r, const uint8_t *p,
+							      const uint8_t *end, uint8_t *d)
+{
 	const __m128i k128 = kpair(K_FOLD_128_LO, K_FOLD_128_HI);
-	__m128i r = _mm_xor_si128(_mm_xor_si128(fold(x0, kpair(K_FOLD_384_LO, K_FOLD_384_HI)),
-						fold(x1, kpair(K_FOLD_256_LO, K_FOLD_256_HI))),
-				  _mm_xor_si128(fold(x2, k128), x3));
+
 	while ((size_t)(end - p) >= 16) {
-		r = _mm_xor_si128(fold(r, k128), load16(p));
+		const __m128i v = load16(p);
+		if (d) {
+			store16(d, v);
+			d += 16;
+		}
+		r = _mm_xor_si128(fold(r, k128), v);
 		p += 16;
 	}
 
@@ -168,11 +182,217 @@ FOLD_TARGET uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, s
 		 * of r, then the t new bytes, which are the input's last t). */
 		const __m128i to_top = load16(tail_shuffle + t);
 		const __m128i to_bottom = load16(tail_shuffle + 16 + t);
-		const __m128i last = _mm_blendv_epi8(_mm_shuffle_epi8(r, to_bottom), load16(end - 16),
-						     to_bottom);
+		const __m128i tail = load16(end - 16);
+		/* The copy's last 16 bytes: 16 - t of them rewrite what is already
+		 * there with the same values (source and destination never overlap). */
+		if (d)
+			store16(d + t - 16, tail);
+		const __m128i last = _mm_blendv_epi8(_mm_shuffle_epi8(r, to_bottom), tail, to_bottom);
 		r = _mm_xor_si128(fold(_mm_shuffle_epi8(r, to_top), k128), last);
 	}
 	return reduce128(r);
+}
+
+/* Four 128-bit lanes, 64 bytes per step; len >= SROCE_CRC32_FOLD_MIN. */
+static inline ALWAYS_INLINE FOLD_TARGET uint32_t fold_lanes(uint32_t crc, uint8_t *d, const uint8_t *p,
+							     size_t len)
+{
+	const uint8_t *const end = p + len;
+	__m128i v0 = load16(p), v1 = load16(p + 16), v2 = load16(p + 32), v3 = load16(p + 48);
+	if (d) {
+		store16(d, v0);
+		store16(d + 16, v1);
+		store16(d + 32, v2);
+		store16(d + 48, v3);
+		d += 64;
+	}
+	/* The register XORs into the first four message bytes: CRC(c, M) is
+	 * (c * x^(8n) + M * x^32) mod P = ((c * x^(8n-32) + M) * x^32) mod P. */
+	__m128i x0 = _mm_xor_si128(v0, _mm_cvtsi32_si128((int)crc));
+	__m128i x1 = v1, x2 = v2, x3 = v3;
+	p += 64;
+
+	const __m128i k512 = kpair(K_FOLD_512_LO, K_FOLD_512_HI);
+	while ((size_t)(end - p) >= 64) {
+		v0 = load16(p);
+		v1 = load16(p + 16);
+		v2 = load16(p + 32);
+		v3 = load16(p + 48);
+		if (d) {
+			store16(d, v0);
+			store16(d + 16, v1);
+			store16(d + 32, v2);
+			store16(d + 48, v3);
+			d += 64;
+		}
+		x0 = _mm_xor_si128(fold(x0, k512), v0);
+		x1 = _mm_xor_si128(fold(x1, k512), v1);
+		x2 = _mm_xor_si128(fold(x2, k512), v2);
+		x3 = _mm_xor_si128(fold(x3, k512), v3);
+		p += 64;
+	}
+
+	const __m128i k128 = kpair(K_FOLD_128_LO, K_FOLD_128_HI);
+	const __m128i r = _mm_xor_si128(_mm_xor_si128(fold(x0, kpair(K_FOLD_384_LO, K_FOLD_384_HI)),
+						      fold(x1, kpair(K_FOLD_256_LO, K_FOLD_256_HI))),
+					_mm_xor_si128(fold(x2, k128), x3));
+	return fold_finish(r, p, end, d);
+}
+
+FOLD_TARGET uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, size_t len)
+{
+	if (len < SROCE_CRC32_FOLD_MIN)
+		return sroce_crc32_update_table(crc, p, len);
+	return fold_lanes(crc, 0, p, len);
+}
+
+FOLD_TARGET uint32_t sroce_crc32_copy_pclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	if (len < SROCE_CRC32_FOLD_MIN)
+		return sroce_crc32_copy_table(crc, dst, src, len);
+	return fold_lanes(crc, dst, src, len);
+}
+
+/* --- the wide path: VPCLMULQDQ on 512-bit registers ------------------------- */
+
+/* CPUID.(EAX=07H,ECX=0):EBX AVX512F, ECX VPCLMULQDQ; CPUID.01H:ECX OSXSAVE;
+ * XCR0: the OS saves the SSE, AVX, opmask and both ZMM state components. */
+#define CPUID7_EBX_AVX512F (1u << 16)
+#define CPUID7_ECX_VPCLMULQDQ (1u << 10)
+#define CPUID1_ECX_OSXSAVE (1u << 27)
+#define XCR0_ZMM_STATE 0xe6u
+
+#define WIDE_TARGET __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.1")))
+
+static int vpclmul_state;
+
+int sroce_crc32_vpclmul_supported(void)
+{
+	int s = __atomic_load_n(&vpclmul_state, __ATOMIC_RELAXED);
+
+	if (s == 0) {
+		unsigned int eax, ebx, ecx, edx;
+
+		s = 1;
+		if (sroce_crc32_pclmul_supported() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+		    (ecx & CPUID1_ECX_OSXSAVE)) {
+			unsigned int xlo, xhi;
+
+			__asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+			(void)xhi;
+			if ((xlo & XCR0_ZMM_STATE) == XCR0_ZMM_STATE &&
+			    __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+			    (ebx & CPUID7_EBX_AVX512F) && (ecx & CPUID7_ECX_VPCLMULQDQ))
+				s = 2;
+		}
+		__atomic_store_n(&vpclmul_state, s, __ATOMIC_RELAXED);
+	}
+	return s == 2;
+}
+
+/* The same 33-bit pair in each of the four 128-bit lanes. */
+static inline WIDE_TARGET __m512i kpair4(unsigned long long lo, unsigned long long hi)
+{
+	return _mm512_broadcast_i32x4(kpair(lo, hi));
+}
+
+/* fold() in each lane, XORed with `data` (one three-way XOR). */
+static inline WIDE_TARGET __m512i fold4(__m512i x, __m512i k, __m512i data)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+					 _mm512_clmulepi64_epi128(x, k, 0x11), data, 0x96);
+}
+
+static inline WIDE_TARGET __m512i load64(const uint8_t *p)
+{
+	return _mm512_loadu_si512((const void *)p);
+}
+
+static inline WIDE_TARGET void store64(uint8_t *d, __m512i v)
+{
+	_mm512_storeu_si512((void *)d, v);
+}
+
+/*
+ * Sixteen 128-bit lanes in four 512-bit registers, 256 bytes per step (the
+ * same folding as fold_lanes, four times as wide: each lane folds 2048 bits
+ * forward); then the registers into one (1536, 1024, 512 bits), 64-byte
+ * blocks, its four lanes into one (384, 256, 128 bits), and fold_finish.
+ * len >= SROCE_CRC32_WIDE_MIN.
+ */
+static inline ALWAYS_INLINE WIDE_TARGET uint32_t fold_wide(uint32_t crc, uint8_t *d, const uint8_t *p,
+							    size_t len)
+{
+	const uint8_t *const end = p + len;
+	__m512i v0 = load64(p), v1 = load64(p + 64), v2 = load64(p + 128), v3 = load64(p + 192);
+	if (d) {
+		store64(d, v0);
+		store64(d + 64, v1);
+		store64(d + 128, v2);
+		store64(d + 192, v3);
+		d += 256;
+	}
+	__m512i z0 = _mm512_xor_si512(v0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	__m512i z1 = v1, z2 = v2, z3 = v3;
+	p += 256;
+
+	const __m512i k2048 = kpair4(K_FOLD_2048_LO, K_FOLD_2048_HI);
+	while ((size_t)(end - p) >= 256) {
+		v0 = load64(p);
+		v1 = load64(p + 64);
+		v2 = load64(p + 128);
+		v3 = load64(p + 192);
+		if (d) {
+			store64(d, v0);
+			store64(d + 64, v1);
+			store64(d + 128, v2);
+			store64(d + 192, v3);
+			d += 256;
+		}
+		z0 = fold4(z0, k2048, v0);
+		z1 = fold4(z1, k2048, v1);
+		z2 = fold4(z2, k2048, v2);
+		z3 = fold4(z3, k2048, v3);
+		p += 256;
+	}
+
+	const __m512i k512 = kpair4(K_FOLD_512_LO, K_FOLD_512_HI);
+	__m512i r = fold4(z0, kpair4(K_FOLD_1536_LO, K_FOLD_1536_HI),
+			  fold4(z1, kpair4(K_FOLD_1024_LO, K_FOLD_1024_HI), fold4(z2, k512, z3)));
+	while ((size_t)(end - p) >= 64) {
+		v0 = load64(p);
+		if (d) {
+			store64(d, v0);
+			d += 64;
+		}
+		r = fold4(r, k512, v0);
+		p += 64;
+	}
+
+	/* Lane j (bytes 16j..16j+15 of the last 64) folds forward 384 - 128j bits
+	 * onto lane 3, which stays (its multipliers are 0). */
+	const __m512i kl = _mm512_set_epi64(0, 0, (long long)K_FOLD_128_HI, (long long)K_FOLD_128_LO,
+					    (long long)K_FOLD_256_HI, (long long)K_FOLD_256_LO,
+					    (long long)K_FOLD_384_HI, (long long)K_FOLD_384_LO);
+	const __m512i f = fold4(r, kl, _mm512_setzero_si512());
+	const __m128i x = _mm_xor_si128(
+		_mm_xor_si128(_mm512_extracti32x4_epi32(f, 0), _mm512_extracti32x4_epi32(f, 1)),
+		_mm_xor_si128(_mm512_extracti32x4_epi32(f, 2), _mm512_extracti32x4_epi32(r, 3)));
+	return fold_finish(x, p, end, d);
+}
+
+WIDE_TARGET uint32_t sroce_crc32_update_vpclmul(uint32_t crc, const uint8_t *p, size_t len)
+{
+	if (len < SROCE_CRC32_WIDE_MIN)
+		return sroce_crc32_update_pclmul(crc, p, len);
+	return fold_wide(crc, 0, p, len);
+}
+
+WIDE_TARGET uint32_t sroce_crc32_copy_vpclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	if (len < SROCE_CRC32_WIDE_MIN)
+		return sroce_crc32_copy_pclmul(crc, dst, src, len);
+	return fold_wide(crc, dst, src, len);
 }
 
 #else /* !SROCE_CRC32_HAVE_PCLMUL */
@@ -182,9 +402,29 @@ int sroce_crc32_pclmul_supported(void)
 	return 0;
 }
 
+int sroce_crc32_vpclmul_supported(void)
+{
+	return 0;
+}
+
 uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, size_t len)
 {
 	return sroce_crc32_update_table(crc, p, len);
+}
+
+uint32_t sroce_crc32_copy_pclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	return sroce_crc32_copy_table(crc, dst, src, len);
+}
+
+uint32_t sroce_crc32_update_vpclmul(uint32_t crc, const uint8_t *p, size_t len)
+{
+	return sroce_crc32_update_table(crc, p, len);
+}
+
+uint32_t sroce_crc32_copy_vpclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	return sroce_crc32_copy_table(crc, dst, src, len);
 }
 
 #endif

@@ -7,7 +7,11 @@
  *
  * - table: slicing-by-8 (icrc.c, proto/crc32_table.c). Everywhere.
  * - pclmul: PCLMULQDQ folding (crc32_fast.c), x86-64 userspace only, chosen
- *   at run time from CPUID. The kernel (no SSE in kernel context without
+ *   at run time from CPUID.
+ * - vpclmul: the same folding on 512-bit registers (VPCLMULQDQ, AVX-512F),
+ *   from SROCE_CRC32_WIDE_MIN bytes up, where CPUID and XCR0 allow it.
+ * Each has a copy variant (sroce_crc32_copy_*): the CRC of what it copies, in
+ * the same pass. The kernel (no SSE in kernel context without
  *   kernel_fpu_begin), BPF and other architectures compile the table path only.
  */
 #ifndef SROCE_PROTO_CRC32_FAST_H
@@ -29,8 +33,13 @@ extern "C" {
  * Below that the tables are as fast or faster (bench_crc32 measures both). */
 #define SROCE_CRC32_FOLD_MIN 64
 
+/* Shortest input the wide path takes (four 64-byte registers). */
+#define SROCE_CRC32_WIDE_MIN 256
+
 /* Slicing-by-8; any length. */
 uint32_t sroce_crc32_update_table(uint32_t crc, const uint8_t *p, size_t len);
+/* The same while copying `len` bytes from src to dst (no overlap). */
+uint32_t sroce_crc32_copy_table(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len);
 
 /* Nonzero when this build has the folding path and the CPU runs it
  * (CPUID.01H:ECX PCLMULQDQ and SSE4.1). The CPUID result is cached. */
@@ -40,6 +49,16 @@ int sroce_crc32_pclmul_supported(void);
  * Call only when sroce_crc32_pclmul_supported(); builds without the folding
  * path alias it to the tables. */
 uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, size_t len);
+uint32_t sroce_crc32_copy_pclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len);
+
+/* Nonzero when this build has the wide path and the CPU and OS run it
+ * (CPUID.07H: AVX512F and VPCLMULQDQ; XCR0: ZMM state enabled). Cached. */
+int sroce_crc32_vpclmul_supported(void);
+
+/* The wide path for len >= SROCE_CRC32_WIDE_MIN, the PCLMULQDQ one below.
+ * Call only when sroce_crc32_vpclmul_supported(). */
+uint32_t sroce_crc32_update_vpclmul(uint32_t crc, const uint8_t *p, size_t len);
+uint32_t sroce_crc32_copy_vpclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len);
 
 #ifdef __cplusplus
 }

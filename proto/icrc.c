@@ -16,6 +16,15 @@ static inline uint32_t load_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static inline void store_le32(uint8_t *p, uint32_t v)
+{
+	/* Byte stores that the compiler merges into one 32-bit store. */
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
 /* Slicing-by-8: the portable path, and the fast one below 64 bytes. */
 uint32_t sroce_crc32_update_table(uint32_t crc, const uint8_t *p, size_t len)
 {
@@ -37,18 +46,59 @@ uint32_t sroce_crc32_update_table(uint32_t crc, const uint8_t *p, size_t len)
 	return crc;
 }
 
+/* The same, storing each 8 bytes it reads (byte stores the compiler merges). */
+uint32_t sroce_crc32_copy_table(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	const uint32_t(*t)[256] = sroce_crc32_table;
+
+	while (len >= 8) {
+		const uint32_t lo = load_le32(src), hi = load_le32(src + 4);
+		/* From the loaded words, not src again: dst may alias anything, so
+		 * re-reading src after each store would reload it byte by byte. */
+		store_le32(dst, lo);
+		store_le32(dst + 4, hi);
+		const uint32_t a = crc ^ lo;
+		crc = t[7][a & 0xff] ^ t[6][(a >> 8) & 0xff] ^ t[5][(a >> 16) & 0xff] ^
+		      t[4][a >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+		src += 8;
+		dst += 8;
+		len -= 8;
+	}
+	while (len--) {
+		const uint8_t b = *src++;
+		*dst++ = b;
+		crc = t[0][(crc ^ b) & 0xff] ^ (crc >> 8);
+	}
+	return crc;
+}
+
 /*
  * PCLMULQDQ folding (crc32_fast.c) where the build and the CPU have it, from
- * 64 bytes up: 6-7x the tables on 1-64 KiB (bench_crc32). The ICRC's pseudo
- * header (40-60 bytes) stays on the tables, the payload after it folds.
+ * 64 bytes up: 6-7x the tables on 1-64 KiB (bench_crc32); from 256 bytes the
+ * 512-bit VPCLMULQDQ path where the CPU has that. The ICRC's pseudo header
+ * (40-60 bytes) stays on the tables, the payload after it folds.
  */
 uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len)
 {
 #if SROCE_CRC32_HAVE_PCLMUL
+	if (len >= SROCE_CRC32_WIDE_MIN && sroce_crc32_vpclmul_supported())
+		return sroce_crc32_update_vpclmul(crc, p, len);
 	if (len >= SROCE_CRC32_FOLD_MIN && sroce_crc32_pclmul_supported())
 		return sroce_crc32_update_pclmul(crc, p, len);
 #endif
 	return sroce_crc32_update_table(crc, p, len);
+}
+
+uint32_t sroce_crc32_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+#if SROCE_CRC32_HAVE_PCLMUL
+	if (len >= SROCE_CRC32_WIDE_MIN && sroce_crc32_vpclmul_supported())
+		return sroce_crc32_copy_vpclmul(crc, dst, src, len);
+	if (len >= SROCE_CRC32_FOLD_MIN && sroce_crc32_pclmul_supported())
+		return sroce_crc32_copy_pclmul(crc, dst, src, len);
+#endif
+	return sroce_crc32_copy_table(crc, dst, src, len);
 }
 
 /* --- ICRC (Annex A17.3.3) ---------------------------------------------------- */
@@ -137,8 +187,14 @@ uint32_t sroce_icrc_payload(const struct sroce_icrc_addr *a, const uint8_t *payl
 	return sroce_icrc_payload_id(a, 0, payload, len);
 }
 
-uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, const uint8_t *payload,
-			       size_t len)
+/*
+ * The CRC register after the pseudo header sroce's own IP and UDP headers give
+ * (IPv4 id `ip_id`, DF, masked fields; or IPv6) and the first bytes of the
+ * BTH (up to SROCE_BTH_LEN of `payload`, Resv8a masked); *bth_len says how
+ * many. `len` is the UDP payload's length without the ICRC.
+ */
+static uint32_t icrc_pseudo(const struct sroce_icrc_addr *a, uint16_t ip_id, const uint8_t *payload,
+			    size_t len, size_t *bth_len_out)
 {
 	uint8_t ph[40 + 8 + SROCE_BTH_LEN];
 	const uint16_t udp_len = (uint16_t)(8 + len + SROCE_ICRC_LEN);
@@ -174,9 +230,29 @@ uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, 
 	const size_t bth_len = len < SROCE_BTH_LEN ? len : SROCE_BTH_LEN;
 	copy_bytes(udp + 8, payload, bth_len);
 	mask_udp_bth(udp, bth_len);
+	*bth_len_out = bth_len;
+	return sroce_crc32_update(ICRC_LRH_SEED, ph, ip_len + 8 + bth_len);
+}
 
-	uint32_t crc = sroce_crc32_update(ICRC_LRH_SEED, ph, ip_len + 8 + bth_len);
+uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, const uint8_t *payload,
+			       size_t len)
+{
+	size_t bth_len;
+	uint32_t crc = icrc_pseudo(a, ip_id, payload, len, &bth_len);
 	crc = sroce_crc32_update(crc, payload + bth_len, len - bth_len);
+	return ~crc;
+}
+
+uint32_t sroce_icrc_payload_fused(const struct sroce_icrc_addr *a, const uint8_t *payload, size_t hdr_len,
+				  uint32_t data_crc, size_t data_len, size_t len)
+{
+	size_t bth_len;
+	uint32_t crc = icrc_pseudo(a, 0, payload, len, &bth_len);
+	/* The headers after the BTH, then the data by combination, then the tail:
+	 * update(c, H || D || T) = update(combine(update(c, H), update(0, D), |D|), T). */
+	crc = sroce_crc32_update(crc, payload + bth_len, hdr_len - bth_len);
+	crc = sroce_crc32_combine(crc, data_crc, data_len);
+	crc = sroce_crc32_update(crc, payload + hdr_len + data_len, len - hdr_len - data_len);
 	return ~crc;
 }
 

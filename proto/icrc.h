@@ -26,6 +26,28 @@ uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len);
 /* The slicing-by-8 tables behind it (crc32_table.c, generated). */
 extern const uint32_t sroce_crc32_table[8][256];
 
+/*
+ * Copy `len` bytes from `src` to `dst` (which must not overlap) and return
+ * sroce_crc32_update(crc, src, len), in one pass over the bytes: PCLMULQDQ
+ * folding (512-bit VPCLMULQDQ where the CPU has it) that stores what it
+ * loads, slicing-by-8 elsewhere (crc32_fast.h).
+ */
+uint32_t sroce_crc32_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len);
+
+/*
+ * Combination (crc32_combine.c, zlib's crc32_combine idea): with
+ * c_a = sroce_crc32_update(c, A) and c_b = sroce_crc32_update(0, B),
+ * sroce_crc32_combine(c_a, c_b, |B|) == sroce_crc32_update(c, A || B).
+ * sroce_crc32_shift(c, n) is the register after n zero bytes, c * x^(8n)
+ * mod P; sroce_crc32_mulmod multiplies two reflected residues mod P.
+ * Cost: one 32-step multiplication per set bit of the length.
+ */
+uint32_t sroce_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+uint32_t sroce_crc32_shift(uint32_t crc, uint64_t len);
+uint32_t sroce_crc32_mulmod(uint32_t a, uint32_t b);
+/* x^(8 * 2^k) mod P, reflected, k = 0..31 (they repeat with period 32). */
+extern const uint32_t sroce_crc32_x8pow[32];
+
 /* The ICRC on the wire: little-endian, i.e. the CRC register's low byte first
  * (Linux rxe stores the u32 in CPU order on little-endian hosts; RNICs agree). */
 static inline uint32_t sroce_icrc_get(const uint8_t *p)
@@ -64,6 +86,16 @@ uint32_t sroce_icrc_payload(const struct sroce_icrc_addr *a, const uint8_t *payl
  * chooses its own ids sent; IPv6: ignored). */
 uint32_t sroce_icrc_payload_id(const struct sroce_icrc_addr *a, uint16_t ip_id, const uint8_t *payload,
 			       size_t len);
+/*
+ * sroce_icrc_payload(a, payload, len) without reading the data segment again:
+ * payload[0 .. hdr_len) are the headers (BTH first, hdr_len >= SROCE_BTH_LEN),
+ * payload[hdr_len .. hdr_len + data_len) is data whose CRC register
+ * sroce_crc32_update(0, data, data_len) is `data_crc` (computed while the data
+ * was copied in; those bytes are not read here), and the rest up to `len` (pad,
+ * trailer) is read. The same value as sroce_icrc_payload, byte for byte.
+ */
+uint32_t sroce_icrc_payload_fused(const struct sroce_icrc_addr *a, const uint8_t *payload, size_t hdr_len,
+				  uint32_t data_crc, size_t data_len, size_t len);
 
 /*
  * Peers that choose their own IPv4 identification (Linux rxe, RNICs), seen by

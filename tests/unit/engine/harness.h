@@ -27,6 +27,17 @@ class VecMemory : public MemoryAccess {
     if (!out.empty()) std::memcpy(out.data(), &buf_[addr - base_], out.size());
     return true;
   }
+  // `fused_copy`: the copy and its CRC in one pass (sroce_crc32_copy), as the simulator's
+  // and sroced's memory do; otherwise MemoryAccess's default (read, then the CRC).
+  bool read_mr_crc(uint32_t lkey, uint64_t addr, std::span<std::byte> out, uint32_t& crc) override {
+    ++crc_reads;
+    if (!fused_copy) return MemoryAccess::read_mr_crc(lkey, addr, out, crc);
+    ++reads;
+    if (fail_reads || !inside(addr, out.size())) return false;
+    crc = sroce_crc32_copy(crc, reinterpret_cast<uint8_t*>(out.data()),
+                           reinterpret_cast<const uint8_t*>(&buf_[addr - base_]), out.size());
+    return true;
+  }
   bool write(uint64_t addr, std::span<const std::byte> in) override {
     ++writes;
     if (fail_writes || !inside(addr, in.size())) return false;
@@ -56,7 +67,9 @@ class VecMemory : public MemoryAccess {
 
   bool fail_reads = false;
   bool fail_writes = false;
+  bool fused_copy = true;
   uint64_t reads = 0, writes = 0;
+  uint64_t crc_reads = 0;  // read_mr_crc calls
 
  private:
   uint64_t base_;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "proto/icrc.h"
+
 namespace sroce::daemon {
 
 ProcessMemory::ProcessMemory(size_t max_tags, bool batching) : batching_(batching), owners_(max_tags + 1) {}
@@ -207,7 +209,21 @@ ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
   return nullptr;
 }
 
-bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out) {
+namespace {
+
+// memcpy, or with `crc` the copy and its CRC in one pass (read_mr_crc).
+inline void copy_out(std::span<std::byte> out, const std::byte* from, uint32_t* crc) {
+  if (crc)
+    *crc = sroce_crc32_copy(*crc, reinterpret_cast<uint8_t*>(out.data()),
+                            reinterpret_cast<const uint8_t*>(from), out.size());
+  else
+    memcpy(out.data(), from, out.size());
+}
+
+}  // namespace
+
+bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out,
+                             uint32_t* crc) {
   if (out.empty()) return true;
   if (stage_iovs_ != 0) flush_writes();  // a read sees every earlier write
   if ((addr >> kTagShift) == kLocalTag) {
@@ -216,7 +232,7 @@ bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span
       ++stats_.refused;
       return false;
     }
-    memcpy(out.data(), local_base_ + off, out.size());
+    copy_out(out, local_base_ + off, crc);
     return true;
   }
   Owner* o = check(addr, out.size());
@@ -232,14 +248,17 @@ bool ProcessMemory::read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span
       ++stats_.refused;
       return false;
     }
-    memcpy(out.data(), at, out.size());
+    copy_out(out, at, crc);
   } else if (const std::byte* sh =
                  o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, out.size(), false)) {
-    memcpy(out.data(), sh, out.size());
+    copy_out(out, sh, crc);
     stats_.shared_bytes += out.size();
-  } else if (!(batching_ && read_windowed(tag, va, out))) {
+  } else if (!(batching_ && read_windowed(tag, va, out, crc))) {
     if (o->dead) return false;  // the window fill found the mm gone
     if (!account(tag, pread(o->fd, out.data(), out.size(), static_cast<off_t>(va)), out.size())) return false;
+    // The kernel copied: the CRC is a pass of its own here.
+    if (crc)
+      *crc = sroce_crc32_update(*crc, reinterpret_cast<const uint8_t*>(out.data()), out.size());
   }
   ++stats_.reads;
   stats_.bytes_read += out.size();
@@ -282,14 +301,14 @@ bool ProcessMemory::write_via(bool keyed, uint32_t lkey, uint64_t addr,
   return true;
 }
 
-bool ProcessMemory::read_windowed(uint16_t tag, uint64_t va, std::span<std::byte> out) {
+bool ProcessMemory::read_windowed(uint16_t tag, uint64_t va, std::span<std::byte> out, uint32_t* crc) {
   const size_t len = out.size();
   for (uint32_t i = 0; i < kWindows; ++i) {
     const Window& w = windows_[i];
     if (!(windows_valid_ & (1u << i)) || w.tag != tag || va < w.va || va - w.va > w.len ||
         len > w.len - (va - w.va))
       continue;
-    memcpy(out.data(), w.data + (va - w.va), len);
+    copy_out(out, w.data + (va - w.va), crc);
     ++stats_.window_hits;
     return true;
   }
@@ -320,7 +339,7 @@ bool ProcessMemory::read_windowed(uint16_t tag, uint64_t va, std::span<std::byte
   w.va = va;
   w.len = static_cast<size_t>(n);
   windows_valid_ |= 1u << i;
-  memcpy(out.data(), w.data, len);
+  copy_out(out, w.data, crc);
   return true;
 }
 

@@ -161,6 +161,11 @@ class ProcessMemory final : public MemoryAccess {
   bool read_mr(uint32_t lkey, uint64_t addr, std::span<std::byte> out) override {
     return read_via(true, lkey, addr, out);
   }
+  // The copies out of a mapping (kernel path, shared MRs), a read-ahead window or inline
+  // data are sroce_crc32_copy: the CRC in the same pass; a pread is followed by the CRC.
+  bool read_mr_crc(uint32_t lkey, uint64_t addr, std::span<std::byte> out, uint32_t& crc) override {
+    return read_via(true, lkey, addr, out, &crc);
+  }
   bool write_mr(uint32_t lkey, uint64_t addr, std::span<const std::byte> in) override {
     return write_via(true, lkey, addr, in);
   }
@@ -203,7 +208,9 @@ class ProcessMemory final : public MemoryAccess {
   // write to a read-only one.
   static std::byte* mapped_at(const Owner& o, bool keyed, uint32_t lkey, uint64_t va, size_t len,
                               bool write);
-  bool read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out);
+  // `crc`: also the CRC-32 register over what was read (read_mr_crc).
+  bool read_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<std::byte> out,
+                uint32_t* crc = nullptr);
   bool write_via(bool keyed, uint32_t lkey, uint64_t addr, std::span<const std::byte> in);
   // The context `addr` names, if [addr, addr+len) lies in one of its ranges.
   Owner* check(uint64_t addr, size_t len);
@@ -219,7 +226,7 @@ class ProcessMemory final : public MemoryAccess {
     std::byte* data = nullptr;
   };
   // Reads of a context: from a window, or a stream's read-ahead; false: read directly.
-  bool read_windowed(uint16_t tag, uint64_t va, std::span<std::byte> out);
+  bool read_windowed(uint16_t tag, uint64_t va, std::span<std::byte> out, uint32_t* crc);
   void drop_windows(uint16_t tag, uint64_t va, size_t len);  // a write overlapping them
   bool stage_write(uint16_t tag, uint64_t va, std::span<const std::byte> in);
   static constexpr size_t kStageBytes = 256 * 1024;

@@ -101,7 +101,7 @@ class Engine::Impl {
   void srq_check_limit(eng::Srq& srq, uint32_t slot);
 
   // memory (memory.cc)
-  MemStatus gather(eng::Qp& qp, uint32_t idx, std::byte* dst, uint32_t len);
+  MemStatus gather(eng::Qp& qp, uint32_t idx, std::byte* dst, uint32_t len, uint32_t* crc = nullptr);
   MemStatus scatter_wqe(eng::Qp& qp, uint32_t idx, uint32_t off, const std::byte* src,
                         uint32_t len);
   MemStatus scatter_recv(eng::Qp& qp, const std::byte* src, uint32_t len);
@@ -228,8 +228,16 @@ class Engine::Impl {
 
   // packet helpers (tx.cc)
   void fill_meta(const eng::Qp& qp, PacketMeta& meta) const;
+  // `data_crc`: the payload's CRC-32 register from 0 (taken while it was copied in,
+  // read_mr_crc), which the ICRC then combines instead of reading the payload again.
   size_t finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_len, const PacketMeta& meta,
-                       const uint8_t* trailer = nullptr) const;
+                       const uint8_t* trailer = nullptr, const uint32_t* data_crc = nullptr) const;
+  // Where the payload's CRC is taken during the copy (EngineConfig::icrc_fused); the
+  // register to give read_mr_crc / gather, or nullptr.
+  uint32_t* fused_crc(uint32_t& reg) const {
+    reg = 0;
+    return !cfg_.icrc_offload && cfg_.icrc_fused ? &reg : nullptr;
+  }
 
   // scheduling (tx.cc)
   void sched_req(eng::Qp& qp, bool front = false);

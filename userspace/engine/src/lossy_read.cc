@@ -188,8 +188,11 @@ size_t Engine::Impl::lossy_read_repair_build(Qp& qp, uint8_t* out, PacketMeta& m
     sroce_aeth_write(h, &aeth);
     h += SROCE_AETH_LEN;
   }
-  if (len && (!mr_live(p.ref) ||
-              !mem_.read_mr(mem_lkey(p.ref), p.host, {reinterpret_cast<std::byte*>(h), len}))) {
+  uint32_t crc_reg;
+  uint32_t* const data_crc = fused_crc(crc_reg);  // the data's CRC while reading it
+  const std::span<std::byte> dst{reinterpret_cast<std::byte*>(h), len};
+  if (len && (!mr_live(p.ref) || !(data_crc ? mem_.read_mr_crc(mem_lkey(p.ref), p.host, dst, *data_crc)
+                                            : mem_.read_mr(mem_lkey(p.ref), p.host, dst)))) {
     // The memory went away under an answered READ: drop the repair; the
     // requester's RTO ends the QP if it never gets the data.
     l.rd_rep_head = static_cast<uint8_t>((l.rd_rep_head + 1) % kRdRepairs);
@@ -214,7 +217,7 @@ size_t Engine::Impl::lossy_read_repair_build(Qp& qp, uint8_t* out, PacketMeta& m
   fill_meta(qp, meta);
   uint8_t trailer[SROCE_LEH_LEN];
   lossy_read_trailer(qp, psn, res_first, true, trailer, meta);
-  return finish_packet(out, static_cast<size_t>(h - out), len, meta, trailer);
+  return finish_packet(out, static_cast<size_t>(h - out), len, meta, trailer, data_crc);
 }
 
 // ---------------------------------------------------------------- requester

@@ -7,6 +7,12 @@
 
 namespace sroce {
 
+bool MemoryAccess::read_mr_crc(uint32_t lkey, uint64_t addr, std::span<std::byte> out, uint32_t& crc) {
+  if (!read_mr(lkey, addr, out)) return false;
+  crc = sroce_crc32_update(crc, reinterpret_cast<const uint8_t*>(out.data()), out.size());
+  return true;
+}
+
 using namespace eng;
 
 // IBA 10.6 (memory protection): every SGE of a local WR must name a valid MR of the
@@ -59,11 +65,16 @@ void Engine::Impl::seek_cursor(const Sge* sges, uint32_t n, uint32_t off, uint32
   *in = off;
 }
 
-// Requester: `len` bytes of sq[idx] at the requester cursor into a packet.
-MemStatus Engine::Impl::gather(Qp& qp, uint32_t idx, std::byte* dst, uint32_t len) {
+// Requester: `len` bytes of sq[idx] at the requester cursor into a packet;
+// with `crc`, the CRC-32 register over them too (read_mr_crc, one pass).
+MemStatus Engine::Impl::gather(Qp& qp, uint32_t idx, std::byte* dst, uint32_t len, uint32_t* crc) {
   SendWqe& w = qp.wqe(idx);
   if (w.flags & kWqeInline) {
-    std::memcpy(dst, qp.wqe_inline(idx) + qp.req_off, len);
+    const std::byte* src = qp.wqe_inline(idx) + qp.req_off;
+    if (crc)
+      *crc = sroce_crc32_copy(*crc, reinterpret_cast<uint8_t*>(dst), reinterpret_cast<const uint8_t*>(src), len);
+    else
+      std::memcpy(dst, src, len);
     return MemStatus::kOk;
   }
   const Sge* sges = qp.wqe_sges(idx);
@@ -78,7 +89,9 @@ MemStatus Engine::Impl::gather(Qp& qp, uint32_t idx, std::byte* dst, uint32_t le
     if (i >= w.num_sge) return MemStatus::kLen;
     const uint32_t chunk = std::min(len, sges[i].length - in);
     if (!mr_live(refs[i])) return MemStatus::kProt;  // deregistered since the WQE started
-    if (!mem_.read_mr(mem_lkey(refs[i]), hosts[i] + in, {dst, chunk})) return MemStatus::kAccess;
+    if (!(crc ? mem_.read_mr_crc(mem_lkey(refs[i]), hosts[i] + in, {dst, chunk}, *crc)
+              : mem_.read_mr(mem_lkey(refs[i]), hosts[i] + in, {dst, chunk})))
+      return MemStatus::kAccess;
     dst += chunk;
     len -= chunk;
     in += chunk;

@@ -206,6 +206,8 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   uint8_t* h = out + SROCE_BTH_LEN;
   uint32_t next_psn = psn_add(psn, 1);
   bool wqe_sent = false;
+  uint32_t crc_reg;
+  uint32_t* const data_crc = fused_crc(crc_reg);  // the payload's CRC while gathering it
 
   switch (w.opcode) {
     case WrOpcode::kSend:
@@ -237,7 +239,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
           last && (w.flags & kWqeSolicited) && (is_send || w.opcode == WrOpcode::kRdmaWriteWithImm);
       const size_t hdr = static_cast<size_t>(h - out);
       if (payload) {
-        const MemStatus ms = gather(qp, idx, reinterpret_cast<std::byte*>(out + hdr), payload);
+        const MemStatus ms = gather(qp, idx, reinterpret_cast<std::byte*>(out + hdr), payload, data_crc);
         if (ms != MemStatus::kOk) {
           // Local protection/access failure while reading the buffer.
           w.err = ms == MemStatus::kAccess ? WcStatus::kLocAccessErr : WcStatus::kLocProtErr;
@@ -335,7 +337,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
     if (cfg_.lossy.lane_weights)
       meta.traffic_class = static_cast<uint8_t>((meta.traffic_class & ~3u) | 2u);
   }
-  const size_t len = finish_packet(out, hdr, payload, meta, lossy ? trailer : nullptr);
+  const size_t len = finish_packet(out, hdr, payload, meta, lossy ? trailer : nullptr, data_crc);
   if (lossy) {
     lossy_on_sent(qp, bth.psn, lane, resend, now);
     cc_lane_sent(*this, qp, lane, bth.psn, payload, len, resend, now);  // per-lane controller

@@ -136,6 +136,8 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
                           r.msn & kPsnMask};
     uint32_t len = 0;
     const uint32_t rpsn = r.cur_psn;
+    uint32_t crc_reg;
+    uint32_t* const data_crc = fused_crc(crc_reg);  // the data's CRC while reading it
     if (r.kind == Resource::kAtomic) {
       bth.opcode = SROCE_OP_ATOMIC_ACK;
       sroce_aeth_write(h, &aeth);
@@ -156,8 +158,10 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
       if (len) {
         // The R_Key was checked for the whole range at the request; the MR must still be
         // the one it named (mr_live: a DEREG_MR or REREG_MR since ends the READ).
-        if (!mr_live(r.cur_ref) || !mem_.read_mr(mem_lkey(r.cur_ref), r.cur_host,
-                                                 {reinterpret_cast<std::byte*>(h), len})) {
+        const std::span<std::byte> dst{reinterpret_cast<std::byte*>(h), len};
+        if (!mr_live(r.cur_ref) ||
+            !(data_crc ? mem_.read_mr_crc(mem_lkey(r.cur_ref), r.cur_host, dst, *data_crc)
+                       : mem_.read_mr(mem_lkey(r.cur_ref), r.cur_host, dst))) {
           // The requester may well have all of this READ's data: a replay for a duplicate
           // request (the original responses went out in full; a resend after a spurious
           // timeout, overtaken by what followed its completion, up to a DEREG_MR), or a
@@ -196,9 +200,9 @@ size_t Engine::Impl::resp_build(Qp& qp, uint8_t* out, PacketMeta& meta) {
       uint8_t trailer[SROCE_LEH_LEN];
       out[8] |= SROCE_BTH8_SROCE_EXT;
       lossy_read_trailer(qp, rpsn, r.first_psn, false, trailer, meta);
-      return finish_packet(out, static_cast<size_t>(h - out), len, meta, trailer);
+      return finish_packet(out, static_cast<size_t>(h - out), len, meta, trailer, data_crc);
     }
-    return finish_packet(out, static_cast<size_t>(h - out), len, meta);
+    return finish_packet(out, static_cast<size_t>(h - out), len, meta, nullptr, data_crc);
   }
   if (qp.ack_pending) return build_ack(*this, qp, out, meta);
   return 0;

@@ -36,9 +36,12 @@ void Engine::Impl::fill_meta(const Qp& qp, PacketMeta& meta) const {
 // Pad to 4 bytes (IBA 9.2: PadCnt) and append the ICRC (Annex A17.3.3),
 // little-endian as rxe and RNICs put it on the wire.
 // A lossy-mode trailer (SROCE_LEH_LEN bytes, proto/roce.h) goes after the pad,
-// inside the ICRC.
+// inside the ICRC. With `data_crc` (the payload's CRC, taken while it was
+// gathered) the ICRC covers the headers, now final (AckReq, lane port, flags),
+// and the tail, and takes the payload's part by combination: no second pass.
 size_t Engine::Impl::finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_len,
-                                   const PacketMeta& meta, const uint8_t* trailer) const {
+                                   const PacketMeta& meta, const uint8_t* trailer,
+                                   const uint32_t* data_crc) const {
   const uint32_t pad = (4 - (payload_len & 3)) & 3;
   uint8_t* e = p + hdr_len + payload_len;
   for (uint32_t i = 0; i < pad; ++i) *e++ = 0;
@@ -54,7 +57,8 @@ size_t Engine::Impl::finish_packet(uint8_t* p, size_t hdr_len, uint32_t payload_
     std::memcpy(a.dst_gid, meta.dst.raw, 16);
     a.src_port = meta.src_port;
     a.dst_port = meta.dst_port;
-    crc = sroce_icrc_payload(&a, p, n);
+    crc = data_crc ? sroce_icrc_payload_fused(&a, p, hdr_len, *data_crc, payload_len, n)
+                   : sroce_icrc_payload(&a, p, n);
   }
   e[0] = static_cast<uint8_t>(crc);
   e[1] = static_cast<uint8_t>(crc >> 8);

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "proto/icrc.h"
+
 namespace sroce::sim {
 
 ArenaMemory::Block::Block(uint64_t n) : p_(static_cast<std::byte*>(std::calloc(n ? n : 1, 1))), n_(n) {
@@ -25,6 +27,18 @@ bool ArenaMemory::read(uint64_t addr, std::span<std::byte> out) {
   ++stats_.reads;
   stats_.read_bytes += out.size();
   if (!out.empty()) std::memcpy(out.data(), bytes_.data() + (addr - base_), out.size());
+  return true;
+}
+
+bool ArenaMemory::read_mr_crc(uint32_t, uint64_t addr, std::span<std::byte> out, uint32_t& crc) {
+  if (!contains(addr, out.size())) {
+    ++stats_.faults;
+    return false;
+  }
+  ++stats_.reads;
+  stats_.read_bytes += out.size();
+  crc = sroce_crc32_copy(crc, reinterpret_cast<uint8_t*>(out.data()),
+                         reinterpret_cast<const uint8_t*>(bytes_.data() + (addr - base_)), out.size());
   return true;
 }
 

@@ -52,6 +52,13 @@ class MemoryAccess {
     (void)lkey;
     return write(addr, in);
   }
+  // read_mr, and the CRC-32 of what was read: `crc` is a CRC-32 register (reflected
+  // 0xEDB88320, no pre/post inversion: proto/icrc.h, sroce_crc32_update) before `out` and
+  // after it on return (on false: unspecified). The engine gathers payload with it when it
+  // computes the ICRC itself, so that the ICRC needs no second pass over the payload
+  // (docs/engine.md, "ICRC"). A host whose read is a plain copy overrides it with
+  // sroce_crc32_copy (one pass); the default reads, then runs the CRC over `out`.
+  virtual bool read_mr_crc(uint32_t lkey, uint64_t addr, std::span<std::byte> out, uint32_t& crc);
 };
 
 // Where the random part of every L_Key, R_Key and memory window key comes
@@ -198,6 +205,11 @@ struct EngineConfig {
   // The datapath generates and checks the ICRC itself (NIC offload, benchmarks):
   // the engine writes a zero ICRC and does not verify received ones.
   bool icrc_offload = false;
+  // Without offload: the payload's CRC is taken while it is gathered
+  // (MemoryAccess::read_mr_crc) and combined with the headers' (proto/icrc.h,
+  // sroce_icrc_payload_fused). false: the payload is read, then the ICRC runs
+  // over the whole packet (the two-pass path; the same bytes on the wire).
+  bool icrc_fused = true;
   LossyConfig lossy;
   CcEngineConfig cc;
 };

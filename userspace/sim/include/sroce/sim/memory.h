@@ -32,6 +32,8 @@ class ArenaMemory final : public MemoryAccess {
 
   bool read(uint64_t addr, std::span<std::byte> out) override;
   bool write(uint64_t addr, std::span<const std::byte> in) override;
+  // read, with the CRC taken in the same pass (sroce_crc32_copy).
+  bool read_mr_crc(uint32_t lkey, uint64_t addr, std::span<std::byte> out, uint32_t& crc) override;
 
   // Bump allocation inside the arena; returns the virtual address. Aborts the
   // run (std::abort with a message) when the arena is exhausted: that is a
