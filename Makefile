@@ -93,7 +93,7 @@ test: build build-asan build-fuzz
 	-cd $(ASAN_BUILD) && ctest -LE 'vm|eval' --output-on-failure -j $(JOBS) \
 		--output-junit $(_results)/asan.xml
 	-cd $(ASAN_BUILD) && ctest -L vm --output-on-failure --output-junit $(_results)/vm.xml
-	-cd $(FUZZ_BUILD) && SROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure \
+	-cd $(FUZZ_BUILD) && SROCE_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -j $(JOBS) \
 		--output-junit $(_results)/fuzz.xml
 	@/usr/bin/python3 scripts/test_summary.py --allowed tests/ALLOWED_SKIPS --suites tests/SUITES \
 		release=$(BUILD)=$(_results)/release.xml asan=$(ASAN_BUILD)=$(_results)/asan.xml \

@@ -15,6 +15,7 @@ programs across it.
 
 Needs root, build/bin/sroced, sroce-datacheck and ib_write_bw; SKIP (77) otherwise."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -95,6 +96,14 @@ def run(f: Fabric) -> None:
     client = run_tool("exec", "--name", f.name, "h1", "--", *bw, f.addr("h2"), check_rc=False,
                       timeout=PROGRAM_TIMEOUT + 30)
     sout = server.communicate(timeout=PROGRAM_TIMEOUT + 30)[0]
+    if client.returncode != 0 or server.returncode != 0:
+        # What the transport did, for the failure's reader: both engines' loss-recovery
+        # counters (a RETRY_EXC once came with none of this in the log).
+        for h in ("h1", "h2"):
+            try:
+                print(f"{h} engine: " + json.dumps(daemon_stats(f, h)["engine"]))
+            except Exception as ex:  # the daemon may be the problem
+                print(f"{h} engine: unreadable ({ex})")
     check(client.returncode == 0 and server.returncode == 0,
           f"ib_write_bw: client {client.returncode}, server {server.returncode}\n"
           f"{client.stdout}{client.stderr}\n--- server:\n{sout}")

@@ -9,9 +9,9 @@
 # vdev bus, the two PMDs) are the ones the host's sroced loads, found by
 # run_interop.sh --dpdk and loaded with EAL -d (/test/dpdk_eal_args).
 #
-# Per vdev, both directions: ibv_rc_pingpong -c (IPv4 and IPv6), ib_write_bw, ib_read_bw,
-# and sroce-datacheck (every byte of SEND, WRITE, READ and both atomics' results); on
-# af_packet also ibv_ud_pingpong -c (IPv4 and IPv6), ib_send_bw, ib_atomic_bw. Then the
+# Per vdev, both directions: ibv_rc_pingpong -c, ibv_uc_pingpong -c, ibv_ud_pingpong -c (each
+# IPv4 and IPv6), ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw, ib_write_lat, and
+# sroce-datacheck (every byte of SEND, WRITE, READ and both atomics' results). Then the
 # ICRC counters (sroced rx_bad_icrc 0, and no id recovered: the DPDK datapath reads rxe's
 # IPv4 ids from the header; rxe, which has no ICRC counter, counted every frame sroce sent
 # in its rcvd_pkts) and one corrupted frame each way, dropped by both. A capture of the pingpongs on ifr goes to /dev/vda for tshark on the host.
@@ -185,20 +185,20 @@ for vdev in af_packet af_xdp; do
 	cap_start $vdev
 	echo "== $vdev, IPv4: verbs examples (-c) and perftest (MTU 1024: rxe's on a 1500-byte link)"
 	both "$vdev ibv_rc_pingpong -c" 90 -g "$RG4" "$SG4" ibv_rc_pingpong -n 20 -s 4096 -c
+	both "$vdev ibv_uc_pingpong -c" 90 -g "$RG4" "$SG4" ibv_uc_pingpong -n 20 -s 1024 -c
+	both "$vdev ibv_ud_pingpong -c" 90 -g "$RG4" "$SG4" ibv_ud_pingpong -n 20 -s 1024 -c
 	both "$vdev ib_write_bw" 120 -x "$RG4" "$SG4" ib_write_bw -F -m 1024 -s 16384 -n 20
 	both "$vdev ib_read_bw" 120 -x "$RG4" "$SG4" ib_read_bw -F -m 1024 -o 16 -s 16384 -n 20
-	if [ $vdev = af_packet ]; then
-		both "$vdev ibv_ud_pingpong -c" 90 -g "$RG4" "$SG4" ibv_ud_pingpong -n 20 -s 1024 -c
-		both "$vdev ib_send_bw" 120 -x "$RG4" "$SG4" ib_send_bw -F -m 1024 -s 16384 -n 20
-		both "$vdev ib_atomic_bw" 120 -x "$RG4" "$SG4" ib_atomic_bw -F -m 1024 -o 16 -n 20
-	fi
+	both "$vdev ib_send_bw" 120 -x "$RG4" "$SG4" ib_send_bw -F -m 1024 -s 16384 -n 20
+	both "$vdev ib_atomic_bw" 120 -x "$RG4" "$SG4" ib_atomic_bw -F -m 1024 -o 16 -n 20
+	both "$vdev ib_write_lat" 120 -x "$RG4" "$SG4" ib_write_lat -F -m 1024 -s 64 -n 20
 	# Every byte of SEND, SEND with immediate, WRITE, WRITE with immediate, READ and both
 	# atomics' results, on both ends (tests/lib/datacheck).
 	both "$vdev sroce-datacheck" 240 -g "$RG4" "$SG4" sroce-datacheck -p 18811 -n 32 -s 16384
 	echo "== $vdev, IPv6"
 	both "$vdev ibv_rc_pingpong -c IPv6" 90 -g "$RG6" "$SG6" ibv_rc_pingpong -n 20 -s 4096 -c
-	[ $vdev = af_packet ] &&
-		both "$vdev ibv_ud_pingpong -c IPv6" 90 -g "$RG6" "$SG6" ibv_ud_pingpong -n 20 -s 1024 -c
+	both "$vdev ibv_uc_pingpong -c IPv6" 90 -g "$RG6" "$SG6" ibv_uc_pingpong -n 20 -s 1024 -c
+	both "$vdev ibv_ud_pingpong -c IPv6" 90 -g "$RG6" "$SG6" ibv_ud_pingpong -n 20 -s 1024 -c
 
 	cap_stop $vdev
 	echo "== $vdev: counters after good traffic"

@@ -8,7 +8,8 @@
 # 2. Debian's own ibv_rc_pingpong (with -c: the server checks the data it received), then
 #    ib_write_bw (4 QPs, 64 KiB messages, MTU 4096) and ib_write_lat, each server on h2 and
 #    client on h1, through `sroce-fabric exec HOST -- sroce-run -- PROGRAM` (nothing else: the
-#    fabric exports SROCE_SOCKET for the host's daemon);
+#    fabric exports SROCE_SOCKET for the host's daemon); then raw UDP between the same two
+#    hosts (sroce-udp-bench), the baseline the report divides by;
 # 3. a report (tools/demo/report.py) on one screen: throughput, latency, throughput per QP
 #    (the daemon's counters, sampled during ib_write_bw), RoCE packets per spine (multipath),
 #    the daemons' counters; the full per-QP and per-lane tables and an HTML report with PNG
@@ -176,7 +177,7 @@ echo "$h1 $h2" >"$work/addrs"
 say "2/4  ibv_rc_pingpong (RC SEND/RECV, 64 KiB, -c: the server checks the data it received)"
 pair pingpong 120 "$port_base" ibv_rc_pingpong -g 0 -m 4096 -s 65536 -n 500 -c -p "$port_base"
 
-say "3/4  ib_write_bw (4 QPs, 64 KiB, MTU 4096, 3 s) and ib_write_lat (64 B)"
+say "3/4  ib_write_bw (4 QPs, 64 KiB, MTU 4096, 3 s), ib_write_lat (64 B); raw UDP beside them"
 sample_qps &
 sampler=$!
 pair write_bw 120 $((port_base + 1)) \
@@ -186,6 +187,12 @@ wait "$sampler" 2>/dev/null
 sampler=
 pair write_lat 120 $((port_base + 2)) \
   ib_write_lat -x 0 -F -m 4096 -s 64 -n 2000 -H -p $((port_base + 2))
+# The baseline through the same fabric: raw UDP between the two hosts' namespaces, GSO on
+# send and GRO on receive (4 KiB segments, what sroce's packets are), and a 64-byte ping-pong
+# (sroce-udp-bench; docs/performance.md). The daemons are idle meanwhile.
+run_for 120 "$bin/sroce-udp-bench" --ns-a "$name-h1" --ns-b "$name-h2" --ip-a "$h1" --ip-b "$h2" \
+  --seconds 3 --segment 4096 --iters 2000 --no-datapath >"$work/raw_udp.json" 2>"$work/raw_udp.err" ||
+  echo "demo: sroce-udp-bench failed (the report shows no baseline): $(tail -n 3 "$work/raw_udp.err")"
 
 for h in h1 h2; do
   run_for 30 "$bin/sroce-fabric" exec --name "$name" "$h" -- "$bin/sroce" status --json \

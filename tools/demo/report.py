@@ -161,6 +161,24 @@ def main() -> int:
         ok = False
         lines.append(f"ib_write_lat     FAILED: {str(e).splitlines()[0]}")
 
+    # The baseline: raw UDP through the same fabric, measured right after (demo.sh).
+    try:
+        raw = json.loads(read(work, "raw_udp.json").strip().splitlines()[-1])
+        fig["raw_udp_gbps"] = raw["raw_udp_gbps"]
+        fig["raw_pingpong_p50_us"] = raw["raw_pingpong_p50_us"]
+        line = f"raw UDP          GSO/GRO, 4 KiB segments, same fabric, 3 s:  {raw['raw_udp_gbps']:.2f} Gbit/s"
+        if "write_bw_gbps" in fig and raw["raw_udp_gbps"] > 0:
+            fig["write_bw_of_raw"] = fig["write_bw_gbps"] / raw["raw_udp_gbps"]
+            line += f"  (ib_write_bw: {fig['write_bw_of_raw']:.2f} of it)"
+        lines.append(line)
+        line = f"raw UDP          ping-pong 64 B, one way (half the round trip):  p50 {raw['raw_pingpong_p50_us'] / 2:.1f} us"
+        if "write_lat" in fig and raw["raw_pingpong_p50_us"] > 0:
+            fig["write_lat_ratio_p50"] = fig["write_lat"]["p50"] / (raw["raw_pingpong_p50_us"] / 2)
+            line += f"  (ib_write_lat: {fig['write_lat_ratio_p50']:.1f}x)"
+        lines.append(line)
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        lines.append(f"raw UDP          not measured ({type(e).__name__}: {e})")
+
     # Per QP: the sender's (h1's) QPs during ib_write_bw, from its daemon's counters.
     s1 = samples(work, "h1")
     qps1 = [e for e in per_qp(s1) if e["q"].get("tx_bytes", 0) > 1 << 20]
