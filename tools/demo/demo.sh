@@ -189,8 +189,9 @@ pair write_lat 120 $((port_base + 2)) \
   ib_write_lat -x 0 -F -m 4096 -s 64 -n 2000 -H -p $((port_base + 2))
 # The baseline through the same fabric: raw UDP between the two hosts' namespaces, GSO on
 # send and GRO on receive (4 KiB segments, what sroce's packets are), and a 64-byte ping-pong
-# (sroce-udp-bench; docs/performance.md). The daemons are idle meanwhile.
-run_for 120 "$bin/sroce-udp-bench" --ns-a "$name-h1" --ns-b "$name-h2" --ip-a "$h1" --ip-b "$h2" \
+# (sroce-udp-bench; docs/performance.md). The daemons are idle meanwhile; they own port 4791,
+# so the raw runs take another (one 5-tuple: one path through the spines, as in bench-e2e).
+run_for 120 "$bin/sroce-udp-bench" --port 4800 --ns-a "$name-h1" --ns-b "$name-h2" --ip-a "$h1" --ip-b "$h2" \
   --seconds 3 --segment 4096 --iters 2000 --no-datapath >"$work/raw_udp.json" 2>"$work/raw_udp.err" ||
   echo "demo: sroce-udp-bench failed (the report shows no baseline): $(tail -n 3 "$work/raw_udp.err")"
 

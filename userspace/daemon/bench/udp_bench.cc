@@ -275,6 +275,10 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "duration of each goodput run")->capture_default_str();
   app.add_option("--segment", seg, "UDP payload bytes per packet (GSO segment)")->capture_default_str();
   app.add_option("--iters", iters, "ping-pong round trips")->capture_default_str();
+  // Beside a running sroced (make demo), which owns 4791 on its host.
+  uint16_t port = 4791;
+  app.add_option("--port", port, "UDP port of the raw runs (the datapath run uses it and the next two)")
+      ->capture_default_str();
   app.add_option("--ns-a", ns_a, "existing sender namespace (default: create one)");
   app.add_option("--ns-b", ns_b, "existing receiver namespace (default: create one)");
   app.add_option("--ip-a", ip_a, "sender address (with --ns-a)");
@@ -301,7 +305,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  const uint16_t port = 4791;
   nlohmann::json j;
   j["segment_bytes"] = seg;
   j["seconds"] = seconds;
