@@ -51,7 +51,7 @@ constexpr uint32_t kDepth = 512;
 struct Sides {
   bool copy_a = false, copy_b = false;                  // ArenaMemory (else NullMemory)
   bool offload_a = false, offload_b = false;            // EngineConfig::icrc_offload
-  bool fused = true;                                    // EngineConfig::icrc_fused
+  bool fused = false;                                   // EngineConfig::icrc_fused
 };
 
 LoopResult engine_loop(WrOpcode op, uint32_t size, const Sides& sd, double budget_s) {
@@ -347,8 +347,8 @@ int scenario_engine_bench(const ScenarioOptions& opt, Reporter& rep) {
   constexpr Sides kNoCopy{};
   constexpr Sides kCopy{.copy_a = true, .copy_b = true};
   constexpr Sides kOffload{.offload_a = true, .offload_b = true};
-  constexpr Sides kTx{.copy_a = true, .offload_b = true};
-  constexpr Sides kTx2{.copy_a = true, .offload_b = true, .fused = false};
+  constexpr Sides kTx{.copy_a = true, .offload_b = true, .fused = true};
+  constexpr Sides kTx2{.copy_a = true, .offload_b = true};
   const Case cases[] = {
       {"write4k", WrOpcode::kRdmaWrite, 4096, kNoCopy},
       {"write4k_copy", WrOpcode::kRdmaWrite, 4096, kCopy},

@@ -209,7 +209,10 @@ struct EngineConfig {
   // (MemoryAccess::read_mr_crc) and combined with the headers' (proto/icrc.h,
   // sroce_icrc_payload_fused). false: the payload is read, then the ICRC runs
   // over the whole packet (the two-pass path; the same bytes on the wire).
-  bool icrc_fused = true;
+  // Off by default: with the 512-bit CRC the second pass costs less than the
+  // combination and the extra header calls (engine-bench write4k_tx against
+  // write4k_tx_2pass: 8-23 % slower fused; docs/performance.md).
+  bool icrc_fused = false;
   LossyConfig lossy;
   CcEngineConfig cc;
 };
