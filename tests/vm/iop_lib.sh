@@ -24,6 +24,23 @@ SRO_V4=10.77.0.2
 RXE_V6=fd77::1
 SRO_V6=fd77::2
 
+# cable [VETH_ARGS...]: the veth ifr (rxe, init namespace) <-> ifs (sroce, namespace iop),
+# both ends addressed (IPv4 and IPv6) and up; VETH_ARGS go to both ends' `ip link add`.
+cable() {
+	$IP link set lo up
+	$IP netns add iop
+	# shellcheck disable=SC2068
+	$IP link add ifr $@ type veth peer name ifs $@
+	$IP link set ifs netns iop
+	$IP addr add $RXE_V4/24 dev ifr
+	$IP -6 addr add $RXE_V6/64 dev ifr nodad
+	$IP link set ifr up
+	$NS $IP link set lo up
+	$NS $IP addr add $SRO_V4/24 dev ifs
+	$NS $IP -6 addr add $SRO_V6/64 dev ifs nodad
+	$NS $IP link set ifs up
+}
+
 # gid_index DEV GID: the RoCE v2 entry of GID (the sysfs spelling) in DEV's table.
 gid_index() {
 	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do

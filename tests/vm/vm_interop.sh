@@ -20,17 +20,7 @@ expect "modprobe rdma_sroce" modprobe rdma_sroce call_timeout_ms=5000
 echo "INFO kernel $(uname -r) rdma_rxe $(cat /sys/module/rdma_rxe/version 2>/dev/null || echo in-tree)"
 
 echo "== cable: veth ifr (rxe, init namespace) <-> ifs (sroce, namespace iop)"
-$IP link set lo up
-$IP netns add iop
-$IP link add ifr type veth peer name ifs
-$IP link set ifs netns iop
-$IP addr add $RXE_V4/24 dev ifr
-$IP -6 addr add $RXE_V6/64 dev ifr nodad
-$IP link set ifr up
-$NS $IP link set lo up
-$NS $IP addr add $SRO_V4/24 dev ifs
-$NS $IP -6 addr add $SRO_V6/64 dev ifs nodad
-$NS $IP link set ifs up
+cable
 # sroce's UDP GSO sends are cut into frames on ifs, as a NIC without segmentation offload
 # cuts them (veth would otherwise pass the whole send to rxe's socket, which cuts it on
 # receive): the capture on ifr then holds the frames as a wire carries them, each with the

@@ -36,19 +36,9 @@ mkdir -p /var/run
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 
 echo "== cable: veth ifr (rxe, init namespace) <-> ifs (sroce on DPDK, namespace iop)"
-$IP link set lo up
-$IP netns add iop
 # One queue each way: an AF_XDP socket serves one queue, and veth gives one per CPU by
 # default (docs/dpdk.md, "Coexisting with the kernel").
-$IP link add ifr numtxqueues 1 numrxqueues 1 type veth peer name ifs numtxqueues 1 numrxqueues 1
-$IP link set ifs netns iop
-$IP addr add $RXE_V4/24 dev ifr
-$IP -6 addr add $RXE_V6/64 dev ifr nodad
-$IP link set ifr up
-$NS $IP link set lo up
-$NS $IP addr add $SRO_V4/24 dev ifs
-$NS $IP -6 addr add $SRO_V6/64 dev ifs nodad
-$NS $IP link set ifs up
+cable numtxqueues 1 numrxqueues 1
 expect "ping over the veth" ping -c 1 -W 5 $SRO_V4
 expect "rdma link add rxe0 type rxe netdev ifr" rdma link add rxe0 type rxe netdev ifr
 expect "rdma link add sroce0 type sroce netdev ifs (namespace iop)" $NS rdma link add sroce0 type sroce netdev ifs
