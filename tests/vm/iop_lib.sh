@@ -91,8 +91,10 @@ pair() {
 }
 # Both directions of one program: the server on sroce (rxe's client sends first), then on
 # rxe. DEVARG is the device option, GIDARG the GID option of the program.
+PAIRS=0  # program pairs run so far (both() runs two)
 both() {
 	bname=$1; bto=$2; gidopt=$3; rg=$4; sg=$5; shift 5
+	PAIRS=$((PAIRS + 2))
 	pair "$bname rxe->sroce" "$bto" sroce "$* -d sroce0 $gidopt $sg" "$* -d rxe0 $gidopt $rg"
 	perf_line "$bname rxe->sroce"
 	pair "$bname sroce->rxe" "$bto" rxe "$* -d rxe0 $gidopt $rg" "$* -d sroce0 $gidopt $sg"

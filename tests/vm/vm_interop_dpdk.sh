@@ -162,6 +162,7 @@ corrupt_both() {
 for vdev in af_packet af_xdp; do
 	echo "== sroced on DPDK $vdev"
 	rcvd_start=$(rxe_stat rcvd_pkts)
+	pairs_start=$PAIRS
 	if ! start_dpdk $vdev; then
 		kill "$SROCED" 2>/dev/null
 		wait "$SROCED" 2>/dev/null
@@ -205,10 +206,14 @@ for vdev in af_packet af_xdp; do
 		{ fail "$vdev: rxe reported bad ICRCs"; dmesg | grep -i "bad icrc" | tail -n 5; }
 	# rxe has no ICRC counter; its rcvd_pkts counts the frames that passed all its receive
 	# checks, the ICRC's included (rxe_rcv, 6.1). Every frame sroce's datapath sent since it
-	# started (one veth away, nothing between) must be among them.
+	# started (one veth away, nothing between) must be among them, but for at most one per
+	# program run: a last ACK or response that reaches rxe after the program there destroyed
+	# its QP fails rxe's QP lookup, not its ICRC (seen once: 1853 of 1854). Every ICRC in the
+	# capture is recomputed on the host (check_icrc_pcap.py), frame by frame.
 	tx=$(dp_json tx_packets); rcvd=$(($(rxe_stat rcvd_pkts) - rcvd_start))
-	[ -n "$tx" ] && [ "$rcvd" = "$tx" ] &&
-		pass "$vdev: rxe took every frame sroce sent (rcvd_pkts +$rcvd, sroced tx_packets $tx): none failed its ICRC" ||
+	runs=$((PAIRS - pairs_start))
+	[ -n "$tx" ] && [ "$rcvd" -le "$tx" ] && [ "$((tx - rcvd))" -le "$runs" ] &&
+		pass "$vdev: rxe took the frames sroce sent (rcvd_pkts +$rcvd, sroced tx_packets $tx, $((tx - rcvd)) short over $runs program runs)" ||
 		fail "$vdev: rxe counted $rcvd of the ${tx:-?} frames sroce sent"
 
 	echo "== $vdev: one corrupted frame each way"
