@@ -101,7 +101,7 @@ std::vector<uint64_t> drain(EventQueue& q) {
 TEST_CASE("the calendar queue orders equal times by key, in one bucket and across buckets", "[sim][des]") {
   EventQueue q;
   // Pushed out of key order on purpose: the queue sorts by (at, key), not by
-  // arrival. Times 5 and 7 share bucket 0; 2000 is in bucket 1.
+  // arrival. Times 5 and 7 share bucket 0; 2000 is in a later one.
   q.push(event_at(7, 4));
   q.push(event_at(5, 3));
   q.push(event_at(2000, 0));
@@ -150,6 +150,45 @@ TEST_CASE("the calendar queue keeps events past its window in the heap and moves
   q.push(event_at(10 * kWindowPs + 2, 8));
   CHECK(q.in_heap() == 3);
   CHECK(drain(q) == std::vector<uint64_t>{9, 8, 3, 7});
+}
+
+TEST_CASE("the calendar queue finds the next bucket across bitmap words and around the ring", "[sim][des]") {
+  // The bitmap has a bit per bucket and a summary bit per 64-bucket word:
+  // the next non-empty bucket may be in a later word far in the window, or
+  // (wrapping) in the first; an event one window and more ahead waits in the
+  // heap meanwhile.
+  EventQueue q;
+  const auto at_bucket = [](int64_t b, int64_t off) { return b * kBucketPs + off; };
+  const auto last = static_cast<int64_t>(EventQueue::kBuckets) - 1;
+  q.push(event_at(at_bucket(10, 0), 1));
+  // Far in the window, in a later bitmap word (word 64 when the bitmap has
+  // more than 64 words, i.e. beyond one summary word).
+  const int64_t far = last > 64 * 64 + 7 ? 64 * 64 + 7 : last / 2 + 7;
+  q.push(event_at(at_bucket(far, 0), 2));
+  q.push(event_at(at_bucket(far, 1), 3));
+  q.push(event_at(at_bucket(last, 5), 4));          // the window's last bucket
+  q.push(event_at(at_bucket(65, 0), 5));            // the next bitmap word
+  CHECK(q.in_heap() == 0);
+  CHECK(q.front().arg == 1);
+  q.pop();
+  CHECK(q.front().arg == 5);
+  q.pop();
+  CHECK(q.front().arg == 2);
+  q.pop();
+  CHECK(q.front().arg == 3);
+  q.pop();
+  // From the window's last bucket, the next events sit in slots before it:
+  // the search wraps around to the first words.
+  q.push(event_at(at_bucket(last + 20, 0), 6));
+  q.push(event_at(at_bucket(last + 64 * 64 + 1, 0), 7));
+  CHECK(q.front().arg == 4);
+  q.pop();
+  CHECK(q.size() == 2);
+  CHECK(q.front().arg == 6);
+  q.pop();
+  CHECK(q.front().arg == 7);
+  q.pop();
+  CHECK(q.empty());
 }
 
 TEST_CASE("the calendar queue pops what std::priority_queue pops, pushes and pops interleaved", "[sim][des]") {

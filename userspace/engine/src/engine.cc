@@ -145,6 +145,7 @@ int Engine::req_notify_cq(Handle cq, bool solicited_only) {
 }
 std::optional<Handle> Engine::poll_cq_notification() { return impl_->poll_cq_notification(); }
 std::optional<AsyncEvent> Engine::poll_async_event() { return impl_->poll_async_event(); }
+uint64_t Engine::output_seq() const { return impl_->output_seq_; }
 void Engine::on_packet(std::span<const std::byte> payload, const PacketMeta& meta, Time now) {
   impl_->on_packet(payload, meta, now);
 }

@@ -284,6 +284,9 @@ class Engine::Impl {
   std::vector<uint32_t> heap_;
   std::vector<Time> heap_key_;
   Time last_now_ = Time::zero();
+  // Engine::output_seq: bumped by cq_push and raise. Beside the fields
+  // next_deadline reads, so a driver's check after it costs no other line.
+  uint64_t output_seq_ = 0;
   // One-entry lookup caches (most traffic uses few QPs and MRs); an entry is
   // only trusted after the table confirms the slot still holds that key.
   mutable uint32_t cache_qpn_ = 0, cache_qp_slot_ = eng::kNone;

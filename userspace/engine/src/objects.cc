@@ -301,6 +301,7 @@ void Engine::Impl::cq_discard_qp(uint32_t s, Qpn qpn) {
 
 void Engine::Impl::cq_push(uint32_t s, const Wc& wc, bool solicited) {
   Cq& cq = cqs_[s];
+  ++output_seq_;
   if (cq.overflowed) return;
   if (cq.tail - cq.head >= cq.cqe) {
     // IBA 11.4: a CQ overrun is a CQ error, reported as an
@@ -353,6 +354,7 @@ std::optional<Handle> Engine::Impl::poll_cq_notification() {
 }
 
 void Engine::Impl::raise(AsyncEventType type, uint32_t element) {
+  ++output_seq_;
   if (!events_.push(AsyncEvent{type, element})) ++stats_.async_events_lost;
 }
 

@@ -14,17 +14,18 @@ constexpr uint64_t kArenaStride = 0x1000000000ull;
 
 Host::Host(Network& net, NodeId id, std::string name, Gid addr, const HostConfig& cfg)
     : Node(net, id, std::move(name), NodeKind::kHost, addr),
+      tx_ring_(cfg.tx_ring),
+      // Nobody reads a payload the engine neither copies nor checks (ICRC).
+      carry_payload_(!cfg.discard_payload || !cfg.engine.icrc_offload),
       cfg_(cfg),
       gids_{addr},
-      mem_(kArenaBase + kArenaStride * id, cfg.arena_bytes),
-      // Nobody reads a payload the engine neither copies nor checks (ICRC).
-      carry_payload_(!cfg.discard_payload || !cfg.engine.icrc_offload) {
+      mem_(kArenaBase + kArenaStride * id, cfg.arena_bytes) {
   cfg_.engine.gids = std::span<const Gid>(gids_, 1);
   engine_ = cfg.discard_payload ? std::make_unique<Engine>(cfg_.engine, null_mem_)
                                 : std::make_unique<Engine>(cfg_.engine, mem_);
 }
 
-Host::~Host() = default;
+Host::~Host() { engine_.reset(); }
 
 // Lives here, not in network.cc, so the fabric library does not need the engine.
 Host& Network::add_host(std::string name, Gid addr, const HostConfig& cfg) {
@@ -95,7 +96,7 @@ void Host::on_event(uint32_t kind, uint64_t, Time now) {
 bool Host::ring_full() const {
   const Link* up = uplink();
   if (up == nullptr) return true;
-  return up->queued_packets() + (up->busy() ? 1 : 0) >= cfg_.tx_ring;
+  return up->queued_packets() + (up->busy() ? 1 : 0) >= tx_ring_;
 }
 
 void Host::pump(Time now) {
@@ -163,6 +164,13 @@ void Host::transmit(Time now) {
 }
 
 void Host::drain_completions(Time now) {
+  // Nothing written, queued or raised since the last drain began, and that
+  // drain took everything there was then: the polls would all come back
+  // empty. What the callbacks below make bumps the sequence past this.
+  const uint64_t seq = engine_->output_seq();
+  if (drained_ && seq == drained_seq_) return;
+  drained_ = true;
+  drained_seq_ = seq;
   auto& wcs = wcs_;
   for (size_t i = 0; i < cqs_.size(); ++i) {
     const Handle cq = cqs_[i];

@@ -17,7 +17,16 @@ Impairments sorted(Impairments imp) {
 }  // namespace
 
 Link::Link(Network& net, LinkId id, Node& from, Node& to, const LinkConfig& cfg, Rng rng)
-    : net_(net), id_(id), from_(from), to_(to), cfg_(cfg), imp_(sorted(cfg.impair), rng) {}
+    : net_(net),
+      from_(from),
+      to_(to),
+      rate_bps_(cfg.rate_bps),
+      delay_(cfg.delay),
+      queue_bytes_(cfg.queue_bytes),
+      ecn_threshold_bytes_(cfg.ecn_threshold_bytes),
+      id_(id),
+      cfg_(cfg),
+      imp_(sorted(cfg.impair), rng) {}
 
 std::string Link::name() const { return from_.name() + "->" + to_.name(); }
 
@@ -56,20 +65,24 @@ Duration Link::serialization(uint64_t bytes, uint64_t rate_bps) {
   return Duration::picos(static_cast<int64_t>(ps));
 }
 
+// The ring's size is a power of two (16, doubled), so an index wraps with a
+// mask: a division per push and pop was a visible share of a large run.
 void Link::Fifo::push(PacketId p) {
-  if (count_ == ring_.size()) {
-    std::vector<PacketId> bigger(ring_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
+  if (count_ == mask_ + 1) {
+    const uint32_t size = 2 * (mask_ + 1);
+    std::unique_ptr<PacketId[]> bigger(new PacketId[size]);
+    for (uint32_t i = 0; i < count_; ++i) bigger[i] = ring_[(head_ + i) & mask_];
     ring_ = std::move(bigger);
+    mask_ = size - 1;
     head_ = 0;
   }
-  ring_[(head_ + count_) % ring_.size()] = p;
+  ring_[(head_ + count_) & mask_] = p;
   ++count_;
 }
 
 PacketId Link::Fifo::pop() {
   const PacketId p = ring_[head_];
-  head_ = (head_ + 1) % ring_.size();
+  head_ = (head_ + 1) & mask_;
   --count_;
   return p;
 }
@@ -79,7 +92,7 @@ bool Link::enqueue(PacketId pkt, Time now) {
   Packet& p = pool[pkt];
   ++stats_.enqueued;
   // Carrier down: the sender's port drops at once.
-  if (imp_.down_at(now)) {
+  if (impaired() && imp_.down_at(now)) {
     ++stats_.lost_down;
     pool.free(pkt);
     return false;
@@ -106,7 +119,7 @@ bool Link::enqueue(PacketId pkt, Time now) {
     return true;
   }
   const uint32_t bytes = frame_bytes(p);
-  if ((busy_ || paused_) && q_bytes_ + bytes > cfg_.queue_bytes) {
+  if ((busy_ || paused_) && q_bytes_ + bytes > queue_bytes_) {
     ++stats_.queue_drops;
     pool.free(pkt);
     return false;
@@ -114,7 +127,7 @@ bool Link::enqueue(PacketId pkt, Time now) {
   // ECN (RFC 3168): mark CE on ECN-capable frames when the backlog is past the
   // threshold. The IP TOS is masked out of the ICRC (Annex A17.3.3), so
   // marking in the fabric keeps the packet valid.
-  if (cfg_.ecn_threshold_bytes != 0 && q_bytes_ >= cfg_.ecn_threshold_bytes &&
+  if (ecn_threshold_bytes_ != 0 && q_bytes_ >= ecn_threshold_bytes_ &&
       (p.meta.traffic_class & 3) != 0 && (p.meta.traffic_class & 3) != 3) {
     p.meta.traffic_class |= 3;
     ++stats_.ecn_marked;
@@ -137,13 +150,13 @@ void Link::start_next(Time now) {
   if (prio) ++stats_.prio_frames;
   if (policy_ != nullptr) policy_->dequeued(*this, pk, now);
   busy_ = true;
-  net_.sim().schedule(now + serialization(wire_bytes(pk), cfg_.rate_bps), this, kTxDone, p, &pk);
+  net_.sim().schedule(now + serialization(wire_bytes(pk), rate_bps_), this, kTxDone, p, &pk);
 }
 
 void Link::signal_pfc(bool xoff, Time now) {
   // The PAUSE frame crosses the cable back to us; its own 64-byte
   // serialization on the reverse link is not modelled.
-  net_.sim().schedule(now + cfg_.delay, this, xoff ? kPauseOn : kPauseOff);
+  net_.sim().schedule(now + delay_, this, xoff ? kPauseOn : kPauseOff);
 }
 
 void Link::set_paused(bool paused, Time now) {
@@ -177,7 +190,9 @@ void Link::on_event(uint32_t kind, uint64_t arg, Time now) {
     ++stats_.tx_frames;
     stats_.tx_wire_bytes += wire_bytes(p);
     const uint32_t bits = p.len > 1 ? (p.len - 1) * 8 : 0;
-    const ImpairDecision d = imp_.decide(ordinal_++, now, bits);
+    // Without impairments decide() draws nothing and decides nothing.
+    const ImpairDecision d = impaired() ? imp_.decide(ordinal_, now, bits) : ImpairDecision{};
+    ++ordinal_;
     if (d.lost) {
       switch (d.cause) {
         case ImpairDecision::Cause::kRandom: ++stats_.lost_random; break;
@@ -193,7 +208,7 @@ void Link::on_event(uint32_t kind, uint64_t arg, Time now) {
         ++stats_.corrupted;
       }
       if (d.extra_delay.ps > 0) ++stats_.reordered;
-      const Time arrive = now + cfg_.delay + d.extra_delay;
+      const Time arrive = now + delay_ + d.extra_delay;
       net_.sim().schedule(arrive, this, kDeliver, pkt, &p);
       if (d.duplicate) {
         const PacketId dup = pool.clone(pkt);
@@ -212,7 +227,7 @@ void Link::on_event(uint32_t kind, uint64_t arg, Time now) {
   }
   if (kind == kDeliver) {
     // Cut while the frame was on the wire.
-    if (imp_.down_at(now)) {
+    if (impaired() && imp_.down_at(now)) {
       ++stats_.lost_down;
       pool.free(pkt);
       return;

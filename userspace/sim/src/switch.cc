@@ -65,15 +65,29 @@ void Switch::attach_port(Link& out) {
   if (ingress_.size() < need) ingress_.resize(need);
 }
 
-const std::vector<Link*>& Switch::next_hops(const Gid& dst) const {
+void Switch::set_routes(const std::vector<std::vector<Link*>>& hop_sets, std::vector<uint32_t> by_dest) {
+  sets_.clear();
+  hops_.clear();
+  for (const auto& set : hop_sets) {
+    sets_.push_back(HopSet{static_cast<uint32_t>(hops_.size()), static_cast<uint32_t>(set.size())});
+    hops_.insert(hops_.end(), set.begin(), set.end());
+  }
+  route_of_ = std::move(by_dest);
+}
+
+std::span<Link* const> Switch::next_hops(const Gid& dst) const {
   return next_hops(net_.dest_of(dst));
 }
 
 Link* Switch::select(const PacketMeta& m, uint32_t dest) const {
-  const auto& hops = next_hops(dest == kNoDest ? net_.dest_of(m.dst) : dest);
+  const auto hops = next_hops(dest == kNoDest ? net_.dest_of(m.dst) : dest);
   if (hops.empty()) return nullptr;
   if (hops.size() == 1) return hops[0];
-  return hops[ecmp_hash(m, seed_) % hops.size()];
+  const uint64_t h = ecmp_hash(m, seed_);
+  // A power-of-two set (a leaf's uplinks, usually) takes the low bits: the
+  // same choice as the modulo, without a division.
+  const size_t n = hops.size();
+  return hops[(n & (n - 1)) == 0 ? h & (n - 1) : h % n];
 }
 
 void Switch::receive(PacketId pkt, Link& from, Time now) {
@@ -218,7 +232,7 @@ void Switch::dequeued(Link& link, Packet& p, Time now) {
                           cfg_.sb_flag_fraction * static_cast<double>(cfg_.buffer_bytes)
                   ? SROCE_INT_HOP_F_SB
                   : 0;
-    h.link_mbps = static_cast<uint32_t>(std::min<uint64_t>(link.config().rate_bps / 1'000'000, 0xffffff));
+    h.link_mbps = static_cast<uint32_t>(std::min<uint64_t>(link.rate_bps() / 1'000'000, 0xffffff));
     h.qlen = static_cast<uint32_t>(std::min<uint64_t>(q, UINT32_MAX));
     h.ts_ps = static_cast<uint64_t>(now.ps);
     // The record counts itself: the link sends the longer packet.

@@ -189,6 +189,14 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   hc.engine.cc.config.ltp.net = c.ltp_net;
   hc.engine.cc.config.ltp.filter.track_info_gain = c.ltp_info_gain;
   hc.engine.cc.config.ltp.fallback = hc.engine.cc.config.delay;
+  // LTP's deployment-side knobs (not in the policy; docs/cc/ltp.md): the
+  // saturation cut and the queue guard (ltp_guard_ns, 0 = off).
+  auto& ltpc = hc.engine.cc.config.ltp;
+  ltpc.saturation_cut = opt.param_f64("ltp_sat_cut", ltpc.saturation_cut);
+  if (opt.params.count("ltp_guard_ns"))
+    ltpc.guard_queue = Duration::nanos(static_cast<int64_t>(opt.param_u64("ltp_guard_ns", 0)));
+  ltpc.guard_beta = opt.param_f64("ltp_guard_beta", ltpc.guard_beta);
+  ltpc.guard_max_cut = opt.param_f64("ltp_guard_max_cut", ltpc.guard_max_cut);
 
   SwitchConfig sw;
   sw.mmu = true;
@@ -332,11 +340,33 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
     }
     if (trace_ps > 0 && bottleneck != nullptr && t >= trace_at) {
       const uint64_t b = bottleneck->stats().tx_wire_bytes;
-      std::fprintf(stderr, "trace %s t_us %.0f util %.3f queue_kb %.1f\n", c.name.c_str(),
+      std::fprintf(stderr, "trace %s t_us %.0f util %.3f queue_kb %.1f", c.name.c_str(),
                    to_us(t - first_start),
                    static_cast<double>(b - trace_bytes) * 8 /
                        (static_cast<double>(host_bps) * static_cast<double>(trace_ps) * 1e-12),
                    static_cast<double>(bottleneck->data_queue_bytes()) / 1000);
+      // The controllers of the unfinished measured flows: the sum of their
+      // rates over the line rate, LTP's estimates over the fair share (mean),
+      // and how many MIs the policy and the fallback decided so far.
+      double rate_sum = 0, est_sum = 0;
+      uint64_t running = 0, dec = 0, fb = 0;
+      for (size_t i = nwarm; i < all.size(); ++i) {
+        const auto q = runner.sender_qp(i);
+        if (!q || runner.flows()[i].done()) continue;
+        const auto st = q->first->qp_stats(q->second);
+        if (!st) continue;
+        ++running;
+        rate_sum += static_cast<double>(st->cc_rate_bps);
+        est_sum += static_cast<double>(st->cc_est_bps);
+        dec += st->ltp_decisions;
+        fb += st->ltp_fallback_mis;
+      }
+      if (running > 0)
+        std::fprintf(stderr, " flows %llu rate_sum %.3f est_over_fair %.3f ltp_mis %llu fallback_mis %llu",
+                     static_cast<unsigned long long>(running), rate_sum / static_cast<double>(host_bps),
+                     est_sum / static_cast<double>(running) / fair_bps,
+                     static_cast<unsigned long long>(dec), static_cast<unsigned long long>(fb));
+      std::fprintf(stderr, "\n");
       trace_bytes = b;
       trace_at = t + Duration::picos(static_cast<int64_t>(trace_ps));
     }

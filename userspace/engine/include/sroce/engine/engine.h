@@ -469,6 +469,12 @@ class Engine {
   int req_notify_cq(Handle cq, bool solicited_only);
   std::optional<Handle> poll_cq_notification();
   std::optional<AsyncEvent> poll_async_event();
+  // Counts what the three polls above can return: it grows with every
+  // completion written (or lost to an overrun), notification queued and
+  // async event raised. A driver that read it before draining them all may
+  // skip the next drain while it is unchanged (the simulator's hosts: the
+  // polls touch several cold lines of an engine among thousands).
+  uint64_t output_seq() const;
 
   // A received UDP payload (BTH .. ICRC). Malformed packets are dropped and
   // counted, never fatal.

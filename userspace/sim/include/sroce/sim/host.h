@@ -79,7 +79,10 @@ class Host final : public Node, private EventSink {
 
   // Completions of these CQs are polled after every engine interaction and
   // handed to on_completion (in CQ order).
-  void watch_cq(Handle cq) { cqs_.push_back(cq); }
+  void watch_cq(Handle cq) {
+    cqs_.push_back(cq);
+    drained_ = false;
+  }
   void on_completion(CompletionFn fn) { on_wc_ = std::move(fn); }
   void on_async_event(AsyncFn fn) { on_async_ = std::move(fn); }
   void on_rx_packet(RxFn fn) { on_rx_ = std::move(fn); }
@@ -105,25 +108,36 @@ class Host final : public Node, private EventSink {
   void schedule_wake(Time now);
   bool ring_full() const;
 
+  // Laid out by use: the fields every wake, arrival and pump reads come
+  // first, right after the EventSink's vptr (the line the simulator
+  // prefetches with the event); the configuration, the arena and poll_cq's
+  // buffer after them. ~Host destroys the engine first (it refers to cfg_ and
+  // the memories declared after it).
+  std::unique_ptr<Engine> engine_;
+  Time wake_at_ = Time::never();
+  // Engine::output_seq when the last drain began, and whether there was one
+  // since the watched CQs last changed: while it holds, the engine has
+  // produced nothing that drain did not take, and the polls are skipped.
+  uint64_t drained_seq_ = 0;
+  std::optional<PacketId> held_;  // polled but its send_at is in the future
+  Time held_until_;
+  uint32_t tx_ring_;  // cfg_.tx_ring
+  bool drained_ = false;
+  bool in_pump_ = false;
+  bool repump_ = false;
+  bool carry_payload_ = true;
+  std::vector<Handle> cqs_;
+  HostStats stats_;
+  CompletionFn on_wc_;
+  RxFn on_rx_;
+  AsyncFn on_async_;
   HostConfig cfg_;
   Gid gids_[1];
   ArenaMemory mem_;
   NullMemory null_mem_;
-  bool carry_payload_ = true;
-  std::unique_ptr<Engine> engine_;
-  HostStats stats_;
-  std::vector<Handle> cqs_;
   // poll_cq's buffer: built once (a Wc has member initializers, so a local
   // array was 16 of them zeroed at every drain, after every engine call).
   std::array<Wc, 16> wcs_;
-  CompletionFn on_wc_;
-  AsyncFn on_async_;
-  RxFn on_rx_;
-  std::optional<PacketId> held_;  // polled but its send_at is in the future
-  Time held_until_;
-  Time wake_at_ = Time::never();
-  bool in_pump_ = false;
-  bool repump_ = false;
 };
 
 }  // namespace sroce::sim

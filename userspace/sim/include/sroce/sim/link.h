@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,7 @@ struct LinkStats {
   uint64_t tx_frames = 0;      // frames fully serialized
   uint64_t tx_wire_bytes = 0;  // including preamble, FCS and inter-frame gap
   uint64_t delivered = 0;      // frames handed to the receiving node (duplicates included)
+  uint64_t max_queue_bytes = 0;  // of the data queue
   uint64_t queue_drops = 0;
   uint64_t lost_random = 0;
   uint64_t lost_burst = 0;
@@ -69,7 +71,6 @@ struct LinkStats {
   uint64_t duplicated = 0;
   uint64_t reordered = 0;
   uint64_t ecn_marked = 0;
-  uint64_t max_queue_bytes = 0;
   // Switch model (only on links with an EgressPolicy / PFC).
   uint64_t trimmed = 0;        // frames cut to their headers on admission
   uint64_t prio_frames = 0;    // frames sent from the priority queue
@@ -99,7 +100,13 @@ class Link final : public EventSink {
   Node& from() const { return from_; }
   Node& to() const { return to_; }
   const LinkConfig& config() const { return cfg_; }
-  Impairments& impairments() { return imp_.config(); }
+  uint64_t rate_bps() const { return rate_bps_; }
+  // The live impairments, to change at once (the link looks at them again at
+  // its next frame; do not keep the reference to change them later).
+  Impairments& impairments() {
+    impaired_ = -1;
+    return imp_.config();
+  }
   const LinkStats& stats() const { return stats_; }
   LinkStats& stats_mut() { return stats_; }  // for the egress policy's counters
   std::string name() const;
@@ -136,43 +143,65 @@ class Link final : public EventSink {
  private:
   enum : uint32_t { kTxDone = 1, kDeliver = 2, kPauseOn = 3, kPauseOff = 4 };
 
-  // FIFO ring of packet ids; grows (at warm-up) by doubling.
+  // FIFO ring of packet ids; grows (at warm-up) by doubling. 24 bytes, so
+  // both FIFOs share a line with the link's other hot fields.
   class Fifo {
    public:
-    Fifo() : ring_(16) {}
+    Fifo() : ring_(new PacketId[16]) {}
     void push(PacketId p);
     PacketId pop();
     size_t size() const { return count_; }
     bool empty() const { return count_ == 0; }
 
    private:
-    std::vector<PacketId> ring_;
-    size_t head_ = 0;
-    size_t count_ = 0;
+    std::unique_ptr<PacketId[]> ring_;
+    uint32_t mask_ = 15;  // the ring's size - 1 (a power of two)
+    uint32_t head_ = 0;
+    uint32_t count_ = 0;
   };
 
   void start_next(Time now);
   void corrupt(Packet& p, uint32_t bit);
 
+  // Whether any impairment is configured (Impairments::any), found again
+  // at the next frame after impairments() hands out the config to change.
+  bool impaired() {
+    if (impaired_ < 0) impaired_ = imp_.config().any() ? 1 : 0;
+    return impaired_ != 0;
+  }
+
+  // Laid out by use: a frame's enqueue, start and tx-done (and the
+  // simulator's prefetch of the sink's first line) read the first three
+  // lines and nothing else of the link unless impairments are configured.
+  // At 1024 hosts there are 4096 links; each used to touch 6-7 lines of
+  // 720 bytes per frame (docs/sim.md, "Scale").
   Network& net_;
-  LinkId id_;
   Node& from_;
   Node& to_;
-  LinkConfig cfg_;
-  Impairer imp_;
-  LinkStats stats_;
-  // Waiting packets (not including the one in service): data, and the
-  // strict-priority FIFO of trimmed headers and control packets.
+  EgressPolicy* policy_ = nullptr;
+  uint64_t rate_bps_;  // cfg_'s, which never changes
+  Duration delay_;
+  // Frame bytes waiting in q_ and pq_: data, and the strict-priority FIFO of
+  // trimmed headers and control packets (not including the one in service).
+  uint64_t q_bytes_ = 0;
+  // line 1
   Fifo q_;
   Fifo pq_;
-  uint64_t q_bytes_ = 0;
   uint64_t pq_bytes_ = 0;
+  uint64_t ordinal_ = 0;  // frames serialized so far (for Impairments::drop_frames)
+  // line 2
   bool busy_ = false;
   bool paused_ = false;
-  Time paused_since_;
-  EgressPolicy* policy_ = nullptr;
+  int8_t impaired_ = -1;  // impaired(): -1 until known
   uint32_t port_index_ = 0;
-  uint64_t ordinal_ = 0;  // frames serialized so far (for Impairments::drop_frames)
+  uint64_t queue_bytes_;
+  uint64_t ecn_threshold_bytes_;
+  LinkStats stats_;  // its first five counters are the hot ones
+  // Cold: set-up, impairments, pauses.
+  LinkId id_;
+  Time paused_since_;
+  LinkConfig cfg_;
+  Impairer imp_;
 };
 
 }  // namespace sroce::sim

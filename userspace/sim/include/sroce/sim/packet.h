@@ -52,11 +52,14 @@ inline constexpr uint32_t kNoDest = UINT32_MAX;
 // in between were never read by anyone (the sending engine copied nothing
 // into them, the receiving one discards them).
 //
-// The fields every hop reads come first, the bytes after them.
+// The fields every hop reads come first, the bytes after them. A slot
+// starts on a cache line: a hop reads the first two lines of a slot (fields,
+// then the headers at inline_bytes), where a slot at a 16-byte offset in a
+// chunk could straddle three.
 inline constexpr uint32_t kInlineBytes = 192;
 inline constexpr uint32_t kTailBytes = SROCE_LEH_LEN + SROCE_ICRC_LEN;
 
-struct Packet {
+struct alignas(64) Packet {
   Packet() = default;
   Packet(const Packet&) = delete;
   Packet& operator=(const Packet&) = delete;

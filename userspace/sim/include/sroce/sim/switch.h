@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -125,14 +126,13 @@ class Switch final : public Node, public EgressPolicy {
   // Routes by destination index (Network::dest_of): `by_dest[d]` names one of
   // `hop_sets` (set 0 is empty: unreachable). Switches hold few distinct sets,
   // so the table is 4 bytes per destination.
-  void set_routes(std::vector<std::vector<Link*>> hop_sets, std::vector<uint32_t> by_dest) {
-    hop_sets_ = std::move(hop_sets);
-    route_of_ = std::move(by_dest);
-  }
+  void set_routes(const std::vector<std::vector<Link*>>& hop_sets, std::vector<uint32_t> by_dest);
   // The next hops toward `dst` (empty if unreachable).
-  const std::vector<Link*>& next_hops(const Gid& dst) const;
-  const std::vector<Link*>& next_hops(uint32_t dest) const {
-    return dest < route_of_.size() ? hop_sets_[route_of_[dest]] : kNoHops;
+  std::span<Link* const> next_hops(const Gid& dst) const;
+  std::span<Link* const> next_hops(uint32_t dest) const {
+    if (dest >= route_of_.size()) return {};
+    const HopSet& h = sets_[route_of_[dest]];
+    return {hops_.data() + h.first, h.count};
   }
   // The egress link a packet with this addressing takes (`dest`: the
   // destination's index, if known).
@@ -160,9 +160,16 @@ class Switch final : public Node, public EgressPolicy {
   };
   Admit admit_priority(Link& link, const Packet& p);
 
-  static inline const std::vector<Link*> kNoHops;
-  std::vector<std::vector<Link*>> hop_sets_;
-  std::vector<uint32_t> route_of_;  // by destination index: into hop_sets_
+  // A next-hop set: hops_[first, first + count). The sets and their links
+  // sit in two short arrays (a leaf: one set per local host and its
+  // uplinks), so a lookup is the destination's entry and two hot lines.
+  struct HopSet {
+    uint32_t first = 0;
+    uint32_t count = 0;
+  };
+  std::vector<HopSet> sets_;
+  std::vector<Link*> hops_;
+  std::vector<uint32_t> route_of_;  // by destination index: into sets_
   uint64_t seed_;
   SwitchConfig cfg_;
   SwitchStats stats_;
