@@ -143,7 +143,7 @@ bench-cc: build
 		--set duration_us=2000 $(BENCH_CC_ARGS)
 
 # LTP (docs/cc/ltp.md): ltp-train writes the three shipped weight files
-# (trained on the fluid model; 15 minutes each on 2 cores; the seeds and sizes
+# (trained on the fluid model; 10-33 minutes each on the shared 2 cores; the seeds and sizes
 # are the ones in their header lines). ltp-finetune fine-tunes each of them
 # in the packet-level simulator into $(BUILD)/ltp-finetune/ (an experiment:
 # those weights are not shipped, docs/cc/ltp.md "Fine-tuning in the packet simulator").

@@ -50,6 +50,7 @@ struct Args {
   uint64_t seed = 1;
   int gens = 60, pop = 16, envs = 6, threads = 2, val_envs = 24;
   double sigma = 0.04, lr = 0.02, lambda = -1;
+  double queue_weight = 1.0;
   std::string out, init;
   int packet_envs = 0, packet_val = 8;
   bool gate = false;
@@ -57,9 +58,9 @@ struct Args {
 };
 
 double mean_reward(const LtpNet& net, LtpVariant v, const std::vector<lab::FluidEnv>& envs,
-                   double lambda) {
+                   double lambda, double queue_weight) {
   double s = 0;
-  for (const auto& e : envs) s += lab::run_fluid(e, &net, v, {lambda}).reward;
+  for (const auto& e : envs) s += lab::run_fluid(e, &net, v, {lambda, queue_weight}).reward;
   return s / static_cast<double>(envs.size());
 }
 
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--val-envs", a.val_envs, "validation environments (best weights kept)")->check(CLI::Range(1, 4096));
   app.add_option("--sigma", a.sigma, "perturbation std");
   app.add_option("--lr", a.lr, "Adam step");
+  app.add_option("--queue-weight", a.queue_weight,
+                 "fluid reward: weight of the queueing delay (per base RTT of queue; docs/cc/ltp.md \"Reward\")")
+      ->check(CLI::Range(0.0, 100.0));
   app.add_option("--lambda", a.lambda, "intrinsic reward weight (default for full: 0.5, fine-tune 0.1; 0 otherwise)");
   app.add_option("--threads", a.threads, "worker threads")->check(CLI::Range(1, 64));
   auto* out = app.add_option("--out", a.out, "weights file to write");
@@ -172,14 +176,14 @@ int main(int argc, char** argv) {
     if (!packet) {
       std::vector<lab::FluidEnv> envs;
       for (int k = 0; k < k_envs; ++k) envs.push_back(lab::draw_fluid_env(mix(a.seed, 10000 + gen * 977 + k)));
-      return mean_reward(n, v, envs, a.lambda);
+      return mean_reward(n, v, envs, a.lambda, a.queue_weight);
     }
     std::vector<ltp_train::PacketEnv> envs;
     for (int k = 0; k < k_envs; ++k) envs.push_back(ltp_train::draw_packet_env(mix(a.seed, 3000000 + gen * 977 + k)));
     return mean_packet_reward(n, v, envs, a.lambda);
   };
   const auto validate = [&](const LtpNet& n) {
-    return packet ? mean_packet_reward(n, v, pval, a.lambda) : mean_reward(n, v, val, a.lambda);
+    return packet ? mean_packet_reward(n, v, pval, a.lambda) : mean_reward(n, v, val, a.lambda, a.queue_weight);
   };
   const auto to_net = [](const std::vector<double>& p) {
     LtpNet n;
@@ -258,7 +262,7 @@ int main(int argc, char** argv) {
     err += r.info_gain;
   }
   for (const auto& e : packet ? std::vector<lab::FluidEnv>{} : val) {
-    const auto r = lab::run_fluid(e, &net, v, {a.lambda});
+    const auto r = lab::run_fluid(e, &net, v, {a.lambda, a.queue_weight});
     util += r.util;
     q += r.qdelay_p99_us / e.rtt_us;
     err += r.est_err;
@@ -277,10 +281,10 @@ int main(int argc, char** argv) {
   else
     std::snprintf(hdr, sizeof hdr,
                   "ltp-train --variant %s --seed %llu --gens %d --pop %d --envs %d --val-envs %d --sigma %g "
-                  "--lr %g --lambda %g%s%s | val reward %.4f util %.3f qdelay_p99/rtt %.3f jain %.3f est_err %.3f | "
+                  "--lr %g --lambda %g --queue-weight %g%s%s | val reward %.4f util %.3f qdelay_p99/rtt %.3f jain %.3f est_err %.3f | "
                   "wall %.0f s",
                   a.variant.c_str(), static_cast<unsigned long long>(a.seed), a.gens, a.pop, a.envs, a.val_envs,
-                  a.sigma, a.lr, a.lambda, a.init.empty() ? "" : " --init ", a.init.c_str(), best_val, util / nv,
+                  a.sigma, a.lr, a.lambda, a.queue_weight, a.init.empty() ? "" : " --init ", a.init.c_str(), best_val, util / nv,
                   q / nv, jain / nv, err / nv, wall);
   std::ofstream f(a.out);
   f << format_ltp_weights(net, hdr);

@@ -47,11 +47,13 @@ double jain_of(const std::vector<double>& x) {
 
 std::string FluidEnv::describe() const {
   char b[256];
+  int leaving = 0;
+  for (int l : leave) leaving += l >= 0 ? 1 : 0;
   std::snprintf(b, sizeof b,
                 "C %.0f G line %.0f G rtt %.1f us nominal %.2f flows %d stagger %d cross %.2f "
-                "[%d,%d) buffer %.0f KB ecn_k %.0f KB loss %.1e burst %.2f",
+                "[%d,%d) buffer %.0f KB ecn_k %.0f KB loss %.1e burst %.2f leaving %d",
                 cap_gbps, line_gbps, rtt_us, nominal, flows, stagger, cross, cross_on, cross_off,
-                buffer_bytes / 1e3, ecn_k_bytes / 1e3, loss_p, burst_p);
+                buffer_bytes / 1e3, ecn_k_bytes / 1e3, loss_p, burst_p, leaving);
   return b;
 }
 
@@ -76,6 +78,20 @@ FluidEnv draw_fluid_env(uint64_t seed) {
   if (r.u() < 0.5) e.ecn_k_bytes = e.buffer_bytes * r.u(0.05, 0.2);
   e.loss_p = r.u() < 0.5 ? 0 : r.logu(1e-5, 1e-2);
   e.burst_p = r.u() < 0.3 ? 0.02 : 0;
+  // Departures (drawn last, so the fields above are those of the first
+  // round's distribution): in half the episodes with more than one flow,
+  // every flow but the first stops at a step drawn over the episode (a
+  // third of them not before its end), as the flows of an incast finish one
+  // by one. Without them the only capacity ever freed was cross traffic
+  // turning off, and the policy never learnt to take freed capacity
+  // (docs/cc/ltp.md, "Issue 17, round 3").
+  if (e.flows > 1 && r.u() < 0.5) {
+    e.leave.assign(static_cast<size_t>(e.flows), -1);
+    for (int i = 1; i < e.flows; ++i) {
+      const int at = static_cast<int>(r.u(0.25, 1.5) * e.steps);
+      if (at < e.steps) e.leave[static_cast<size_t>(i)] = std::max(at, i * e.stagger + 20);
+    }
+  }
   return e;
 }
 
@@ -103,6 +119,10 @@ FluidResult run_fluid(const FluidEnv& env, const LtpNet* net, LtpVariant variant
   double q = 0;
   int burst_left = 0;
   const int last_start = (n - 1) * env.stagger;
+  const auto alive = [&](int i, int t) {
+    const int l = static_cast<size_t>(i) < env.leave.size() ? env.leave[static_cast<size_t>(i)] : -1;
+    return t >= i * env.stagger && (l < 0 || t < l);
+  };
   FluidResult res;
   double ext = 0, intr = 0, fsteps = 0, err = 0, err_n = 0;
   double util_num = 0, util_den = 0, sent_tot = 0, drop_tot = 0;
@@ -113,7 +133,7 @@ FluidResult run_fluid(const FluidEnv& env, const LtpNet* net, LtpVariant variant
     int active = 0;
     double A = cross;
     for (int i = 0; i < n; ++i)
-      if (t >= i * env.stagger) {
+      if (alive(i, t)) {
         ++active;
         A += x[i] * L;
       }
@@ -133,7 +153,7 @@ FluidResult run_fluid(const FluidEnv& env, const LtpNet* net, LtpVariant variant
     const double fair = (C - cross) / active / L;
     double sum_deliv = 0, logfair = 0, gain = 0;
     for (int i = 0; i < n; ++i) {
-      if (t < i * env.stagger) continue;
+      if (!alive(i, t)) continue;
       const double sent = x[i] * L * dt;
       const double share = A > 0 ? x[i] * L / A : 0;
       double d = share * served;
@@ -171,13 +191,15 @@ FluidResult run_fluid(const FluidEnv& env, const LtpNet* net, LtpVariant variant
     const double qdelay = qavg / C;
     // Extrinsic reward: utilisation, proportional fairness, queueing delay
     // in base RTTs, buffer drops (docs/cc/ltp.md, "Reward").
-    const double step_ext = u + 0.2 * logfair / active - std::min(3.0, qdelay / rtt) -
+    const double step_ext = u + 0.2 * logfair / active - w.queue * std::min(3.0, qdelay / rtt) -
                             3.0 * (A > 0 ? drop / (A * dt) : 0);
     ext += step_ext * active;
     intr += gain;
     fsteps += active;
     util_t.push_back(u);
-    std::vector<double> on(deliv.begin(), deliv.begin() + active);
+    std::vector<double> on;
+    for (int i = 0; i < n; ++i)
+      if (alive(i, t)) on.push_back(deliv[i]);
     jain_t.push_back(jain_of(on));
     if (t >= env.steps / 2) {
       util_num += sum_deliv;
@@ -192,7 +214,10 @@ FluidResult run_fluid(const FluidEnv& env, const LtpNet* net, LtpVariant variant
   res.reward = res.extrinsic + w.intrinsic * res.intrinsic;
   res.util = util_den > 0 ? util_num / util_den : 0;
   res.qdelay_p99_us = p99(qsamples);
-  res.jain = jain_of(tot);
+  std::vector<double> stayed;  // Jain among the flows still running at the end
+  for (int i = 0; i < n; ++i)
+    if (alive(i, env.steps - 1)) stayed.push_back(tot[i]);
+  res.jain = jain_of(stayed);
   res.loss = sent_tot > 0 ? drop_tot / sent_tot : 0;
   res.est_err = err_n > 0 ? err / err_n : 0;
   for (int t = env.steps - 1; t >= last_start; --t) {

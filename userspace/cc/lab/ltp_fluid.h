@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sroce/cc/ltp.h"
 
@@ -19,6 +20,9 @@ struct FluidEnv {
   double nominal = 1.0;      // configured base RTT / true one (what FlowParams says)
   int flows = 1;
   int stagger = 0;           // flow i starts at step i * stagger
+  // Departures (finite transfers, as an incast's flows that finish one by
+  // one): flow i stops at step leave[i] (empty, or -1: it never does).
+  std::vector<int> leave;
   double cross = 0;          // unresponsive load while on (fraction of C)
   int cross_on = -1;         // step it turns on (-1: never)
   int cross_off = -1;        // step it turns off
@@ -33,11 +37,13 @@ struct FluidEnv {
 
 // The training distribution (issue 17): C 10-400 Gb/s, RTT 2-200 us (a
 // fifth from the long-RTT family, 1-50 ms), 1-64 flows, random and burst
-// loss, on/off cross traffic. `seed` draws one environment.
+// loss, on/off cross traffic, and in half the episodes flows that leave
+// (the capacity they free must be found). `seed` draws one environment.
 FluidEnv draw_fluid_env(uint64_t seed);
 
 struct FluidWeights {
   double intrinsic = 0;      // lambda of the intrinsic (information gain) reward
+  double queue = 1.0;        // weight of the queueing-delay term (per base RTT of queue)
 };
 
 struct FluidResult {

@@ -46,10 +46,10 @@ LtpFilter::LtpFilter(const LtpFilterConfig& cfg)
     : cfg_(cfg),
       // Log-spaced grids: c from rate_lo to 1 (a flow never exceeds its line
       // rate), d from rtt_lo to rtt_hi.
-      log_rate_lo_(std::log(cfg.rate_lo)),
-      log_rate_step_(-std::log(cfg.rate_lo) / (kRateBins - 1)),
-      log_rtt_lo_(std::log(cfg.rtt_lo)),
-      log_rtt_step_(std::log(cfg.rtt_hi / cfg.rtt_lo) / (kRttBins - 1)) {
+      log_rate_lo_(std::log(cfg_.rate_lo)),
+      log_rate_step_(-std::log(cfg_.rate_lo) / (kRateBins - 1)),
+      log_rtt_lo_(std::log(cfg_.rtt_lo)),
+      log_rtt_step_(std::log(cfg_.rtt_hi / cfg_.rtt_lo) / (kRttBins - 1)) {
   reset();
 }
 

@@ -45,6 +45,26 @@ struct LtpConfig {
   // flow; 0: min_rate only).
   double floor_rtts = 4.0;
   uint32_t fallback_mis = 8;
+  // A saturated MI: when the delivery was below this fraction of what was
+  // sent, the next rate is at most the delivery (the bottleneck's share
+  // measured, as BBR's delivery rate; ours, docs/cc/ltp.md "Issue 17, round
+  // 3"). The policy alone took ~10 MIs to come down from a line-rate start
+  // into a 31-to-1 incast. 0: off.
+  double saturation_cut = 0.5;
+  // Queue guard (ours, issue 17 round 4; docs/cc/ltp.md "The queue guard"):
+  // when an MI's smallest RTT stands more than `guard_queue` above the
+  // windowed min RTT, the next rate is at most rate x max(1 - guard_beta
+  // (q - guard_queue) / q, 1 - guard_max_cut), whatever the policy says:
+  // Swift's multiplicative decrease with an absolute queue target, once per
+  // MI (one RTT). The policy's queue features are in base RTTs and cannot
+  // tell 50 us of queue on a 500 us path from none. 0: off.
+  Duration guard_queue = Duration::picos(0);
+  double guard_beta = 0.8;
+  double guard_max_cut = 0.5;
+  // The MI's sent and delivered rates from the same packets (the span of
+  // its ACKs with RTT samples; "Issue 17, round 3") rather than bytes sent
+  // in the previous MI against bytes acknowledged in this one (false).
+  bool span_rates = true;
   double dither = 0.03;               // uniform action noise (breaks lock-step between flows)
   uint64_t seed = 1;                  // PRNG seed of the dither (the engine mixes in the QPN)
 };
@@ -56,7 +76,9 @@ struct LtpStats {
   uint64_t fallback_mis = 0;          // MIs decided by the fallback
   uint64_t divergences = 0;
   uint64_t missing = 0;               // MIs without an RTT sample or delivery
+  uint64_t span_mis = 0;              // MIs whose rates came from one span of sampled ACKs
   double info_gain = 0;               // nats the filter's updates removed (filter.track_info_gain only)
+  uint64_t guard_cuts = 0;            // MIs whose rate the queue guard lowered
 };
 
 class LtpCore {
@@ -128,7 +150,10 @@ class Ltp {
 
   FlowParams flow_;
   uint32_t missing_mis_, fallback_mis_;
-  double min_rate_;
+  double min_rate_, saturation_cut_;
+  Duration guard_queue_;
+  double guard_beta_, guard_max_cut_;
+  bool span_rates_;
   Duration min_mi_;
   const LtpNet* net_;
   LtpCore core_;
@@ -145,6 +170,14 @@ class Ltp {
   uint32_t mi_rtt_n_ = 0;
   uint64_t est_bps_ = 0;
   double prev_sent_ = 0;              // sent over the previous MI (fraction of line rate)
+  // Rate samples over the same packets (end_mi): the boundary is an ACK
+  // with an RTT sample, when it arrived and when its packet left (now -
+  // rtt); span_ are the bytes acknowledged after the MI's first boundary
+  // up to its last, unsampled_ those acknowledged since the last boundary.
+  Time span_ack0_ = Time::zero(), span_send0_ = Time::zero();
+  Time span_ack1_ = Time::zero(), span_send1_ = Time::zero();
+  bool span_open_ = false;
+  uint64_t span_bytes_ = 0, unsampled_bytes_ = 0;
   Duration base_window_;
   double base_slack_, floor_rtts_;
   double base_ps_;                    // the RTT unit of the MIs (learn_base)
