@@ -67,7 +67,9 @@ for h in h1 h2; do
   "$sroce_cli" status --json --socket "$state/$h.sock" 2>/dev/null |
     python3 -c "import json, sys; e = json.load(sys.stdin)['engine']; print('mpi.sh: $h ' + ' '.join(
       f'{k} {e[k]}' for k in ('retransmits', 'timeouts', 'duplicates', 'replays_dropped', 'stale_naks'))
-      + f\" access_faults {e['access_faults']['sent']}/{e['access_faults']['received']}\")" ||
+      + f\" access_faults {e['access_faults']['sent']}/{e['access_faults']['received']}\"
+      + ' rx_drop_reason ' + json.dumps(e.get('rx_drop_reason', {}), sort_keys=True)
+      + ' nonzero ' + json.dumps({k: v for k, v in sorted(e.items()) if isinstance(v, int) and v}))" ||
     echo "mpi.sh: $h: no engine counters"
 done
 ok=0
