@@ -60,6 +60,26 @@ void count_drop(Impl& e, Qp& qp, RxDropReason r) {
   ++qp.stats.rx_dropped;
 }
 
+// A QP on an SRQ in lossy mode: its next `need` messages' receive WQEs
+// come off the SRQ into the QP's own (otherwise unused) receive queue, in
+// SRQ order, so that an early SEND can be placed in the WQE its receive
+// sequence number names while the earlier messages are still missing, and
+// commit completes them in PSN order. A shared queue cannot be indexed
+// ahead in place: another QP may take its front at any time. False: the SRQ
+// ran out (RNR), or the QP holds as many as it can (a window's worth).
+bool hold_srq_wqes(Impl& e, Qp& qp, uint32_t need) {
+  if (qp.srq == kNone) return qp.rq.count() >= need;
+  Srq& srq = e.srqs_[qp.srq];
+  if (qp.rq.max_wr() == 0) qp.rq.init(std::min(srq.rq.max_wr(), kLossyWindow), srq.rq.max_sge());
+  bool took = false;
+  while (qp.rq.count() < need && !srq.rq.empty() && !qp.rq.full()) {
+    qp.rq.take_front(srq.rq);
+    took = true;
+  }
+  if (took) e.srq_check_limit(srq, qp.srq);
+  return qp.rq.count() >= need;
+}
+
 // SEND payload into a receive WQE's SGEs at byte offset `off` (each SGE
 // checked as scatter_recv does: IBA 10.8 lets the check wait until use).
 MemStatus place_sgl(Impl& e, Qp& qp, const Sge* sges, uint32_t n, uint32_t total, uint32_t off,
@@ -203,9 +223,8 @@ void commit(Impl& e, Qp& qp) {
       continue;
     }
     if (r.action == RxSlot::kSendLast || r.action == RxSlot::kWriteImmLast) {
-      Srq* srq = qp.srq != kNone ? &e.srqs_[qp.srq] : nullptr;
-      RecvQueue& rq = srq ? srq->rq : qp.rq;
-      if (rq.empty()) {
+      RecvQueue& rq = qp.rq;  // with an SRQ, the WQEs this QP holds
+      if (!hold_srq_wqes(e, qp, 1)) {
         // WRITE with immediate and no receive WQE: IBA 9.7 RNR NAK; the data
         // already placed is written again by the retransmission.
         clr_psn_bit(l.have, p);
@@ -222,7 +241,6 @@ void commit(Impl& e, Qp& qp) {
       wc.imm_data = r.imm;
       wc.wc_flags = r.wc_flags;
       rq.pop();
-      if (srq) e.srq_check_limit(*srq, qp.srq);
       e.complete_recv(qp, wc, r.se);
       l.rsn_commit = (l.rsn_commit + 1) & kPsnMask;
       qp.msn = psn_add(qp.msn, 1);
@@ -298,8 +316,15 @@ bool place(Impl& e, Qp& qp, const sroce_pkt& pkt, const sroce_leh_req& leh, bool
     uint32_t k = (leh.rsn - l.rsn_commit) & kPsnMask;
     // A compatible SEND in progress (a mid-stream switch) took its receive
     // WQE off the queue already but counts in rsn_commit only when it ends.
-    if (qp.rwqe_active && qp.srq == kNone && k > 0) --k;
-    if (k >= qp.rq.count()) {
+    if (qp.rwqe_active && k > 0) --k;
+    // Every message takes at least one PSN, so the k-th one after the
+    // expected PSN's cannot come before PSN resp_psn + k: a larger RSN is
+    // forged or broken, and takes nothing off a shared queue.
+    if (qp.srq != kNone && k > static_cast<uint32_t>(psn_diff(psn, qp.resp_psn))) {
+      count_drop(e, qp, kRxDropInvalid);
+      return false;
+    }
+    if (!hold_srq_wqes(e, qp, k + 1)) {
       if (in_order)
         e.resp_nak(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, qp.attr.min_rnr_timer), psn, false);
       else
@@ -510,11 +535,9 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
   }
 
   // READ and atomics run in order, by the compatible code: early ones wait
-  // in their slot (deferred). SENDs through an SRQ (a shared queue cannot be
-  // indexed ahead) run in order only; early ones are dropped.
-  const bool in_order_only = rd_atomic || ((f & SROCE_IS_SEND) && qp.srq != kNone);
-  if (in_order_only) {
-    if (d != 0 && rd_atomic) {
+  // in their slot (deferred). SENDs, through an SRQ too, are placed at once.
+  if (rd_atomic) {
+    if (d != 0) {
       RxSlot& r = l.rxs[ring(psn)];
       r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       r.action = RxSlot::kDeferred;
@@ -532,8 +555,6 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
       set_psn_bit(l.have, psn);
       clr_psn_bit(l.lost, psn);
       clr_psn_bit(l.report, psn);
-    } else if (d != 0) {
-      count_drop(*this, qp, kRxDropOutOfSequence);
     } else {
       const uint32_t from = qp.resp_psn;
       resp_execute(qp, pkt, meta);

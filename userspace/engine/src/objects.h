@@ -2,6 +2,7 @@
 // shared with the QP's own RQ), AH. Plain data; the logic is in objects.cc.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -80,6 +81,17 @@ class RecvQueue {
       len += wr.sgl[k].length;
     }
     w.length = len > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(len);
+    ++tail_;
+  }
+  // Moves `from`'s front WQE to the back of this queue (caller checked
+  // !from.empty(), !full() and from.max_sge() <= max_sge()): a QP on an SRQ
+  // holds the WQEs its early lossy SENDs were placed in (docs/lossy.md).
+  void take_front(RecvQueue& from) {
+    const uint32_t i = tail_ & mask_;
+    const RecvWqe& w = from.front();
+    wqe_[i] = w;
+    std::copy_n(from.front_sges(), w.num_sge, &sge_[static_cast<size_t>(i) * max_sge_]);
+    from.pop();
     ++tail_;
   }
   const RecvWqe& front() const { return wqe_[head_ & mask_]; }

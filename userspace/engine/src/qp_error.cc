@@ -69,7 +69,9 @@ void Engine::Impl::flush_rq(Qp& qp) {
     complete_recv(qp, wc, false);
     qp.rwqe_active = false;
   }
-  if (qp.srq != kNone) return;  // SRQ WQEs belong to the SRQ (IBA 10.2)
+  // With an SRQ, the RQ holds only the WQEs this QP took off the SRQ for
+  // messages still incomplete (lossy mode): flushed here as the one in
+  // progress is; the SRQ's own WQEs stay (IBA 10.2).
   while (!qp.rq.empty()) {
     wc.wr_id = qp.rq.front().wr_id;
     complete_recv(qp, wc, false);

@@ -21,9 +21,10 @@ void count_drop(Impl& e, Qp& qp, RxDropReason r) {
   ++qp.stats.rx_dropped;
 }
 
-// Takes the next receive WQE from the QP's RQ or its SRQ (IBA 10.2).
+// Takes the next receive WQE from the QP's RQ or its SRQ (IBA 10.2); on an
+// SRQ, first the ones the QP holds already (lossy mode, lossy_rx.cc).
 bool take_rwqe(Impl& e, Qp& qp) {
-  Srq* srq = qp.srq != kNone ? &e.srqs_[qp.srq] : nullptr;
+  Srq* srq = qp.srq != kNone && qp.rq.empty() ? &e.srqs_[qp.srq] : nullptr;
   RecvQueue& rq = srq ? srq->rq : qp.rq;
   if (rq.empty()) return false;
   const RecvWqe& w = rq.front();
