@@ -58,9 +58,9 @@ struct Args {
 };
 
 double mean_reward(const LtpNet& net, LtpVariant v, const std::vector<lab::FluidEnv>& envs,
-                   double lambda, double queue_weight) {
+                   const lab::FluidWeights& w) {
   double s = 0;
-  for (const auto& e : envs) s += lab::run_fluid(e, &net, v, {lambda, queue_weight}).reward;
+  for (const auto& e : envs) s += lab::run_fluid(e, &net, v, w).reward;
   return s / static_cast<double>(envs.size());
 }
 
@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   // The packet simulator's MIs gain 1-4 nats each (the fluid model's far
   // less): 0.1 there keeps the intrinsic term below the extrinsic one.
   if (a.lambda < 0) a.lambda = v == LtpVariant::kFull ? (a.packet_envs > 0 ? 0.1 : 0.5) : 0.0;
+  const lab::FluidWeights fluid_w{a.lambda, a.queue_weight};
   const auto t0 = std::chrono::steady_clock::now();
 
   // Initial weights: N(0, 1/fan_in), biases 0, a small output layer.
@@ -176,14 +177,14 @@ int main(int argc, char** argv) {
     if (!packet) {
       std::vector<lab::FluidEnv> envs;
       for (int k = 0; k < k_envs; ++k) envs.push_back(lab::draw_fluid_env(mix(a.seed, 10000 + gen * 977 + k)));
-      return mean_reward(n, v, envs, a.lambda, a.queue_weight);
+      return mean_reward(n, v, envs, fluid_w);
     }
     std::vector<ltp_train::PacketEnv> envs;
     for (int k = 0; k < k_envs; ++k) envs.push_back(ltp_train::draw_packet_env(mix(a.seed, 3000000 + gen * 977 + k)));
     return mean_packet_reward(n, v, envs, a.lambda);
   };
   const auto validate = [&](const LtpNet& n) {
-    return packet ? mean_packet_reward(n, v, pval, a.lambda) : mean_reward(n, v, val, a.lambda, a.queue_weight);
+    return packet ? mean_packet_reward(n, v, pval, a.lambda) : mean_reward(n, v, val, fluid_w);
   };
   const auto to_net = [](const std::vector<double>& p) {
     LtpNet n;
@@ -262,7 +263,7 @@ int main(int argc, char** argv) {
     err += r.info_gain;
   }
   for (const auto& e : packet ? std::vector<lab::FluidEnv>{} : val) {
-    const auto r = lab::run_fluid(e, &net, v, {a.lambda, a.queue_weight});
+    const auto r = lab::run_fluid(e, &net, v, fluid_w);
     util += r.util;
     q += r.qdelay_p99_us / e.rtt_us;
     err += r.est_err;

@@ -155,23 +155,22 @@ void Ltp::on_ack(const AckEvent& ev) {
   }
   mi_acked_ += ev.acked_bytes;
   if (ev.ecn_echo) mi_ecn_ += ev.acked_bytes;
-  if (ev.rtt.ps > 0) {
+  if (ev.rtt.ps <= 0) {
+    if (span_open_) unsampled_bytes_ += ev.acked_bytes;
+  } else {
+    // A span boundary: this ACK, and when its packet left (now - rtt).
     const Time sent_at = ev.now - ev.rtt;
     if (!span_open_) {
       span_open_ = true;
-      span_ack0_ = span_ack1_ = ev.now;
-      span_send0_ = span_send1_ = sent_at;
+      span_ack0_ = ev.now;
+      span_send0_ = sent_at;
       span_bytes_ = unsampled_bytes_ = 0;
     } else {
       span_bytes_ += unsampled_bytes_ + ev.acked_bytes;
       unsampled_bytes_ = 0;
-      span_ack1_ = ev.now;
-      span_send1_ = sent_at;
     }
-  } else if (span_open_) {
-    unsampled_bytes_ += ev.acked_bytes;
-  }
-  if (ev.rtt.ps > 0) {
+    span_ack1_ = ev.now;
+    span_send1_ = sent_at;
     const double r = static_cast<double>(ev.rtt.ps);
     srtt_ps_ = 0.875 * srtt_ps_ + 0.125 * r;
     mi_rtt_min_ = mi_rtt_n_ == 0 ? r : std::min(mi_rtt_min_, r);

@@ -168,8 +168,7 @@ void Host::drain_completions(Time now) {
   // drain took everything there was then: the polls would all come back
   // empty. What the callbacks below make bumps the sequence past this.
   const uint64_t seq = engine_->output_seq();
-  if (drained_ && seq == drained_seq_) return;
-  drained_ = true;
+  if (seq == drained_seq_) return;
   drained_seq_ = seq;
   auto& wcs = wcs_;
   for (size_t i = 0; i < cqs_.size(); ++i) {

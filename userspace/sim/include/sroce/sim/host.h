@@ -81,7 +81,7 @@ class Host final : public Node, private EventSink {
   // handed to on_completion (in CQ order).
   void watch_cq(Handle cq) {
     cqs_.push_back(cq);
-    drained_ = false;
+    drained_seq_ = kNotDrained;
   }
   void on_completion(CompletionFn fn) { on_wc_ = std::move(fn); }
   void on_async_event(AsyncFn fn) { on_async_ = std::move(fn); }
@@ -115,14 +115,14 @@ class Host final : public Node, private EventSink {
   // the memories declared after it).
   std::unique_ptr<Engine> engine_;
   Time wake_at_ = Time::never();
-  // Engine::output_seq when the last drain began, and whether there was one
-  // since the watched CQs last changed: while it holds, the engine has
-  // produced nothing that drain did not take, and the polls are skipped.
-  uint64_t drained_seq_ = 0;
+  // Engine::output_seq when the last drain began (kNotDrained: none since
+  // the watched CQs last changed): while it holds, the engine has produced
+  // nothing that drain did not take, and the polls are skipped.
+  static constexpr uint64_t kNotDrained = UINT64_MAX;
+  uint64_t drained_seq_ = kNotDrained;
   std::optional<PacketId> held_;  // polled but its send_at is in the future
   Time held_until_;
   uint32_t tx_ring_;  // cfg_.tx_ring
-  bool drained_ = false;
   bool in_pump_ = false;
   bool repump_ = false;
   bool carry_payload_ = true;
