@@ -117,6 +117,7 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
   Lossy& l = qp.lossy;
   l.tx = false;
   l.peer_cap = false;
+  l.peer_nocap = false;
   l.mixed = false;
   l.compat_rewind = false;
   l.tx_start = 0;
@@ -150,6 +151,12 @@ bool Engine::Impl::lossy_tx_gate(Qp& qp) {
   Lossy& l = qp.lossy;
   if (!l.peer_cap || l.tx) return true;
   if (qp.req_psn != qp.high_psn) return false;
+  // The compatible PSNs still in flight are resent through the lossy ring
+  // (lossy_resend_compat): no more of them than it holds. (The window keeps
+  // to that before the switch; this holds even if a forged packet without
+  // CAP opened it.)
+  if (psn_diff(qp.high_psn, psn_add(qp.acked_psn, 1)) > static_cast<int32_t>(kLossyWindow))
+    return false;
   l.tx = true;
   l.tx_start = qp.req_psn;
   l.ack_seen = qp.acked_psn;

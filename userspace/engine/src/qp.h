@@ -236,6 +236,7 @@ struct Lossy {
   // negotiation
   bool offer = false;     // this QP offers lossy mode (engine config, RC only)
   bool peer_cap = false;  // a packet of the peer QP carried CAP
+  bool peer_nocap = false;  // one came without it: the peer never switches
   bool tx = false;        // requester sends with the trailer (switched)
   bool rx = false;        // responder runs the lossy receiver
   // Mid-stream switch (docs/lossy.md, negotiation): PSNs before tx_start are

@@ -186,9 +186,12 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
     return 0;
   }
   // Go-back-N window (compatible mode): bounded unacknowledged PSNs; lossy
-  // mode also stays inside the receiver's window.
+  // mode also stays inside the receiver's window, and so does a QP that may
+  // still switch (docs/lossy.md, negotiation: the compatible PSNs in flight at
+  // the switch are resent through the lossy ring) until the peer shows it
+  // never will (a packet without CAP).
   uint32_t window = cfg_.max_unacked_psns;
-  if (qp.lossy.tx)
+  if (qp.lossy.tx || (qp.lossy.offer && !qp.lossy.peer_nocap))
     window = std::min(cfg_.max_unacked_psns, kLossyWindow);
   else if (qp.timeout_probe)
     window = 1;  // qp.h: one packet after a local ACK timeout
