@@ -13,7 +13,8 @@ import sys
 
 KEYS = ["util_ltp", "util_hpcc", "util_delay", "util_dcqcn", "util_ltp_noprobe", "util_ltp_nofilter",
         "qdelay_p99_us_ltp", "qdelay_p99_us_hpcc", "qdelay_p99_us_delay", "jain_ltp",
-        "converge_ms_ltp", "est_err_ltp", "est_err_ltp_noprobe"]
+        "converge_ms_ltp", "est_err_ltp", "est_err_ltp_noprobe",
+        "ltp_sat_cut", "ltp_guard_ns"]  # the last two: the knobs the run used
 
 
 def main():
@@ -47,6 +48,8 @@ def main():
             bad.append(f"{k} = {v}: expected >= 0")
         if k.startswith("jain") and not 0 < v <= 1.0000001:
             bad.append(f"{k} = {v}: expected in (0, 1]")
+        if k.startswith("ltp_") and v < 0:
+            bad.append(f"{k} = {v}: expected >= 0")
         if k.startswith("est_err") and v < 0:
             bad.append(f"{k} = {v}: expected >= 0")
     if summary.get("ok") is not True:

@@ -78,6 +78,11 @@ int scenario_ltp_eval(const ScenarioOptions& opt, Reporter& rep) {
     return 2;
   }
   Json sum = {{"scenario", "ltp-eval"}, {"seed", opt.seed}, {"envs", envs.size()}};
+  // LTP's deployment knobs in effect (cc_eval.cc reads them), so that a
+  // summary line says which configuration it measured.
+  const cc::LtpConfig ltp_default;
+  sum["ltp_sat_cut"] = opt.param_f64("ltp_sat_cut", ltp_default.saturation_cut);
+  sum["ltp_guard_ns"] = opt.param_u64("ltp_guard_ns", static_cast<uint64_t>(ltp_default.guard_queue.ps / 1000));
   Json per_env = Json::array();
   std::map<std::string, double> util, qd, jain, conv, est;
   std::map<std::string, int> est_n;
