@@ -170,14 +170,12 @@ void Engine::Impl::on_packet(std::span<const std::byte> payload, const PacketMet
 
   // Lossy negotiation (docs/lossy.md): the peer's CAP bit; a trailer only
   // from a peer we offered lossy mode to, on an RC QP.
+  // A packet without CAP says the peer never switches: the compatible window
+  // opens (requester.cc).
   if (qp.is_rc() && qp.lossy.offer) {
-    if (!(buf[8] & SROCE_BTH8_SROCE_CAP)) {
-      if (!qp.lossy.peer_nocap) {
-        qp.lossy.peer_nocap = true;  // the compatible window opens (requester.cc)
-        sched_req(qp);
-      }
-    } else if (!qp.lossy.peer_cap) {
-      qp.lossy.peer_cap = true;
+    bool& seen = (buf[8] & SROCE_BTH8_SROCE_CAP) ? qp.lossy.peer_cap : qp.lossy.peer_nocap;
+    if (!seen) {
+      seen = true;
       sched_req(qp);
     }
   }

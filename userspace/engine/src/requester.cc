@@ -193,7 +193,7 @@ size_t Engine::Impl::req_build_one(Qp& qp, uint8_t* out, PacketMeta& meta, Time 
   uint32_t window = cfg_.max_unacked_psns;
   if (qp.lossy.tx || (qp.lossy.offer && !qp.lossy.peer_nocap))
     window = std::min(cfg_.max_unacked_psns, kLossyWindow);
-  else if (qp.timeout_probe)
+  if (!qp.lossy.tx && qp.timeout_probe)
     window = 1;  // qp.h: one packet after a local ACK timeout
   if (rc && psn_diff(qp.req_psn, psn_add(qp.acked_psn, 1)) >= static_cast<int32_t>(window))
     return 0;
