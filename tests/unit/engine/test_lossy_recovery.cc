@@ -392,3 +392,35 @@ TEST_CASE("lossy negotiation: the switch never finds more compatible PSNs in fli
       }
     }
 }
+
+// A QP that offers lossy mode but has not heard from its peer (a dead return
+// path: it sees neither CAP nor a packet without it) is still a compatible QP:
+// after each local ACK timeout it resends one packet that asks for its ACK
+// (qp.h, timeout_probe), not its whole window. bd8a4dd's negotiation bound
+// had made the probe an else branch, so such a QP resent every PSN in flight
+// on each timeout (fixed in 0401173; this test failed before it).
+TEST_CASE("lossy negotiation: a QP that never heard its peer probes one packet per timeout",
+          "[lossy][switch]") {
+  constexpr uint8_t kRetries = 4;
+  Pair p({}, {.mtu = Mtu::k1024, .timeout = 10, .retry_cnt = kRetries}, {}, lossy_cfg(4));
+  p.w.filter = [](const WirePkt& x) { return x.from == 1 ? Verdict::kDrop : Verdict::kDeliver; };
+  constexpr uint32_t kLen = 65536;  // 64 packets, inside every window
+  p.a.mem.fill(p.a.addr(0), kLen, 3);
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaWrite, {sge(p.a, 0, kLen)}, 1, kSendSignaled,
+               p.b.addr(0x100000), p.b.mr.rkey) == 0);
+  auto got = wait_wc(p.w, p.a, 1, Duration::millis(60'000));
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].status == WcStatus::kRetryExcErr);
+  const size_t sent = p.w.count([](const WirePkt& x) { return x.from == 0; });
+  REQUIRE(!p.w.log.empty());
+  const uint32_t first = p.w.log.front().psn;
+  const size_t probes =
+      p.w.count([&](const WirePkt& x) { return x.from == 0 && x.ack_req && x.psn == first; });
+  INFO("a sent " << sent << " packets, " << probes << " of them the first PSN with AckReq; timeouts "
+                 << qstats(p.a, p.qa).timeouts);
+  CHECK(qstats(p.a, p.qa).mode != QpMode::kLossy);
+  CHECK(qstats(p.a, p.qa).timeouts >= kRetries);
+  // The first transmission, then one probe (the oldest PSN, AckReq) per retry.
+  CHECK(sent == kLen / 1024 + kRetries);
+  CHECK(probes == kRetries);
+}
