@@ -202,3 +202,81 @@ TEST_CASE("lossy SRQ: a receive sequence number beyond its PSN takes nothing off
   CHECK(wb[0].status == WcStatus::kSuccess);
   CHECK(p.b.mem.same(p.b.addr(kBuf), p.a.mem, p.a.addr(0x800), 200));
 }
+
+// A QP that goes to RESET (or is destroyed) without passing through ERR used
+// none of the SRQ WQEs it held: they return to the front of the SRQ and serve
+// the QP that shares it, in their order; those the SRQ has no room for (it was
+// refilled meanwhile) complete as flushed, oldest first, so that no receive
+// buffer is lost without a word.
+TEST_CASE("lossy SRQ: a QP reset or destroyed returns the WQEs it held to the SRQ", "[lossy][srq]") {
+  for (const int how : {0, 1, 2}) {
+    DYNAMIC_SECTION((how == 0 ? "reset" : how == 1 ? "destroy" : "reset, the SRQ refilled")) {
+      EngineConfig cfg = lossy_cfg(4);
+      cfg.lossy.reorder_timeout = Duration::millis(50);  // no repair inside the test's window
+      SrqPair p(cfg, 6);
+      for (int i = 0; i < 6; ++i) p.post_srq(2000 + i, kBuf + kStride * i, 0x4000);
+      p.a.mem.fill(p.a.addr(0), 0x10000, 35);
+      // QP 0's first SEND never arrives; its next two do, early: it holds 2000-2002.
+      bool first = true;
+      p.w.filter = [&](const WirePkt& x) {
+        if (x.from == 0 && x.dqpn == p.qb[0] && x.op() == SROCE_OP_SEND_ONLY && first) {
+          first = false;
+          return Verdict::kDrop;
+        }
+        return Verdict::kDeliver;
+      };
+      for (int i = 0; i < 3; ++i)
+        REQUIRE(post(p.a, p.qa[0], WrOpcode::kSend, {sge(p.a, 0x1000u * i, 500)}, i) == 0);
+      p.w.run(Duration::micros(30));
+      CHECK(p.b.poll().empty());
+      // Room in the SRQ for three more: refilled, the held three no longer fit.
+      if (how == 2)
+        for (int i = 6; i < 9; ++i) p.post_srq(2000 + i, kBuf + kStride * i, 0x4000);
+      // qa[0] stops too: its retransmissions would only meet a QP in RESET.
+      QpAttr at;
+      at.qp_state = QpState::kErr;
+      REQUIRE(p.a->modify_qp(p.qa[0], at, kQpState, p.w.now).ok());
+      (void)p.a.poll();
+      if (how == 1) {
+        REQUIRE(p.b->destroy_qp(p.qb[0]).ok());
+      } else {
+        at.qp_state = QpState::kReset;
+        REQUIRE(p.b->modify_qp(p.qb[0], at, kQpState, p.w.now).ok());
+      }
+      p.w.filter = nullptr;
+      std::vector<Wc> fl = p.b.poll();
+      const uint64_t next = how == 2 ? 2003 : 2000;  // the WQE QP 1 gets first
+      if (how == 2) {
+        REQUIRE(fl.size() == 3);
+        for (int i = 0; i < 3; ++i) {
+          CHECK(fl[i].status == WcStatus::kWrFlushErr);
+          CHECK(fl[i].wr_id == 2000u + i);
+          CHECK(fl[i].qp_num == p.qb[0]);
+        }
+      } else {
+        CHECK(fl.empty());
+      }
+      // QP 1 gets all six of the SRQ's WQEs, in order, with its data.
+      for (int i = 0; i < 6; ++i)
+        REQUIRE(post(p.a, p.qa[1], WrOpcode::kSend, {sge(p.a, 0x8000u + 0x1000u * i, 600 + i)},
+                     10 + i) == 0);
+      std::vector<Wc> wb;
+      p.w.run_until(
+          [&] {
+            for (const Wc& c : p.b.poll())
+              if (c.qp_num == p.qb[1]) wb.push_back(c);
+            return wb.size() >= 6;
+          },
+          Duration::millis(20));
+      REQUIRE(wb.size() == 6);
+      for (int i = 0; i < 6; ++i) {
+        INFO("completion " << i);
+        CHECK(wb[i].status == WcStatus::kSuccess);
+        CHECK(wb[i].wr_id == next + i);
+        CHECK(wb[i].byte_len == 600u + i);
+        CHECK(p.b.mem.same(p.b.addr(kBuf + kStride * (next - 2000 + i)), p.a.mem,
+                           p.a.addr(0x8000u + 0x1000u * i), 600 + i));
+      }
+    }
+  }
+}

@@ -160,6 +160,7 @@ class Engine::Impl {
   // Fatal requester error on the head WQE: complete it with `status`, QP -> ERR.
   void req_fatal(eng::Qp& qp, WcStatus status);
   void reset_qp_state(eng::Qp& qp);
+  void return_srq_wqes(eng::Qp& qp, std::vector<uint64_t>* lost);
   void check_sq_drained(eng::Qp& qp);
 
   // lossy mode, READ responses over lanes (lossy_read.cc)

@@ -94,6 +94,16 @@ class RecvQueue {
     from.pop();
     ++tail_;
   }
+  // Puts a WQE back in front of the others (false when full): a QP that
+  // leaves the SRQ's WQEs it held unused returns them (qp_error.cc).
+  bool push_front(const RecvWqe& w, const Sge* sges) {
+    if (full() || w.num_sge > max_sge_) return false;
+    --head_;
+    const uint32_t i = head_ & mask_;
+    wqe_[i] = w;
+    std::copy_n(sges, w.num_sge, &sge_[static_cast<size_t>(i) * max_sge_]);
+    return true;
+  }
   const RecvWqe& front() const { return wqe_[head_ & mask_]; }
   const Sge* front_sges() const { return &sge_[static_cast<size_t>(head_ & mask_) * max_sge_]; }
   void pop() { ++head_; }

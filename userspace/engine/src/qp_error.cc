@@ -1,7 +1,10 @@
 // Completions, and the ways a QP stops: entering ERR (IBA 10.3: every
 // outstanding WQE completes with WR_FLUSH_ERR), a fatal requester error
 // (the failing WQE completes with its status first, IBA 10.8 / 11.4),
-// reset (WQEs vanish without completions), and SQD drain notification.
+// reset (the QP's own WQEs vanish without completions; SRQ WQEs it held go
+// back to the SRQ), and SQD drain notification.
+#include <algorithm>
+
 #include "impl.h"
 
 namespace sroce {
@@ -77,6 +80,28 @@ void Engine::Impl::flush_rq(Qp& qp) {
     complete_recv(qp, wc, false);
     qp.rq.pop();
   }
+}
+
+// A QP on an SRQ that leaves RTS for RESET, or is destroyed, without passing
+// through ERR has used none of the SRQ WQEs it holds (the one in progress, and
+// in lossy mode those taken for early SENDs, lossy_rx.cc): they go back to the
+// front of the SRQ for the QPs that share it, as if never taken. Without this a
+// reset lost up to kLossyWindow of the application's receive buffers, with no
+// completion to say so. A WQE that no longer fits (the SRQ was refilled
+// meanwhile) is appended to `lost` for the caller to flush.
+void Engine::Impl::return_srq_wqes(Qp& qp, std::vector<uint64_t>* lost) {
+  if (qp.srq == kNone) return;
+  RecvQueue& srq = srqs_[qp.srq].rq;
+  const size_t first_lost = lost ? lost->size() : 0;
+  for (uint32_t k = qp.rq.count(); k-- > 0;)
+    if (!srq.push_front(qp.rq.at(k), qp.rq.sges_at(k)) && lost) lost->push_back(qp.rq.at(k).wr_id);
+  qp.rq.clear();
+  if (qp.rwqe_active) {
+    const RecvWqe w{qp.rwqe_id, qp.rwqe_nsge, qp.rwqe_len};
+    if (!srq.push_front(w, qp.rwqe_sge.data()) && lost) lost->push_back(w.wr_id);
+    qp.rwqe_active = false;
+  }
+  if (lost) std::reverse(lost->begin() + static_cast<std::ptrdiff_t>(first_lost), lost->end());  // oldest first
 }
 
 void Engine::Impl::qp_to_error(Qp& qp) {

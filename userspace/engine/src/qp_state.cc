@@ -204,6 +204,7 @@ Result<void> Engine::Impl::destroy_qp(Qpn qpn) {
   unsched(qp);
   timer_remove(qp);
   cc_qp_stop(*this, qp);
+  return_srq_wqes(qp, nullptr);  // a destroyed QP completes nothing: what does not fit is gone
   --pds_[qp.pd].refs;
   --cqs_[qp.send_cq].refs;
   --cqs_[qp.recv_cq].refs;
@@ -341,12 +342,23 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
     return {};
   }
   switch (next) {
-    case QpState::kReset:
+    case QpState::kReset: {
+      std::vector<uint64_t> lost;  // SRQ WQEs held that the SRQ has no room for
+      return_srq_wqes(qp, &lost);
       reset_qp_state(qp);
       cq_discard_qp(qp.send_cq, qp.qpn);
       if (qp.recv_cq != qp.send_cq) cq_discard_qp(qp.recv_cq, qp.qpn);
       qp.state = QpState::kReset;
+      for (uint64_t id : lost) {  // the application learns their buffers are free
+        Wc wc;
+        wc.wr_id = id;
+        wc.status = WcStatus::kWrFlushErr;
+        wc.opcode = WcOpcode::kRecv;
+        wc.qp_num = qp.qpn;
+        complete_recv(qp, wc, false);
+      }
       break;
+    }
     case QpState::kErr:
       qp_to_error(qp);
       break;
