@@ -211,6 +211,9 @@ def one_run(alg: str, shaped: bool, ce: int = 0, check_data: bool = False) -> di
          "rate_mbps_p50": round(statistics.median(rates) / 1e6, 1) if rates else None,
          "ltp_decisions": sum(q.get("ltp_decisions", 0) for q in last.values()),
          "ltp_fallback_mis": sum(q.get("ltp_fallback_mis", 0) for q in last.values()),
+         # Why the fallback decided: MIs without inputs (and timeouts), filter divergences.
+         "ltp_missing_mis": sum(q.get("ltp_missing_mis", 0) for q in last.values()),
+         "ltp_divergences": sum(q.get("ltp_divergences", 0) for q in last.values()),
          "ltp_est_mbps_p50": round(statistics.median(ests) / 1e6, 1) if ests else None,
          "cnps_received": sum(q.get("cnps_received", 0) for q in last.values()),
          # The lowest rate each QP's controller ever set (the engine keeps it): a sampled

@@ -288,6 +288,48 @@ TEST_CASE("ltp: a configured base RTT far below the path's is learned, the rate 
   CHECK(rate1 > 0);
 }
 
+// The other way round (the namespace fabric on a quiet host, 6 Dec 2026):
+// daemons configured with a 500 us base RTT on a path whose RTT is 20-70 us.
+// The RTT floor, 0.04-0.15 of the unit, lay below d's grid (0.25 x): every
+// such MI diverged and the fallback decided 40-47 % of the MIs (21
+// divergences in one fabric.cc run). The unit now follows the windowed
+// minimum down to base_slack_low (2) x it.
+TEST_CASE("ltp: a configured base RTT far above the path's is learned, the filter does not diverge",
+          "[ltp]") {
+  const LtpNet hold = constant_net(0.0);
+  auto run = [&](LtpConfig cfg, Duration rtt) {
+    cfg.net = &hold;
+    cfg.dither = 0;
+    Ltp l(cfg, flow100g());  // configured base RTT 10 us
+    Time t = at_us(0);
+    for (int i = 0; i < 2000; ++i) {  // 1 us RTT: ~120 MIs of min_mi (4 us)
+      l.on_send(SendEvent{t, 4096, false});
+      l.on_ack(ack(t, 4096, {}, rtt));
+      t = t + Duration::picos(rtt.ps / 4);
+    }
+    INFO("rtt " << rtt.ps << " ps: mis " << l.stats().mis << " decisions " << l.stats().decisions
+                << " fallback " << l.stats().fallback_mis << " divergences "
+                << l.stats().divergences << " base " << l.base_rtt_ps());
+    return std::tuple{l.base_rtt_ps(), l.stats().divergences, l.stats().decisions};
+  };
+  // An RTT of 1 us, a tenth of the configured base: the unit is 2 us.
+  const auto [base, div, dec] = run(LtpConfig{}, Duration::micros(1));
+  CHECK(base == Approx(2e6).epsilon(0.25));
+  CHECK(div == 0);
+  CHECK(dec > 50);
+  // The configured unit alone: the floor at 0.1 x, off d's grid: it diverges.
+  LtpConfig off;
+  off.base_window = Duration::picos(0);
+  const auto [base0, div0, dec0] = run(off, Duration::micros(1));
+  CHECK(base0 == Approx(10e6));
+  CHECK(div0 > 50);
+  // Half the configured base is inside the grid: the unit stays configured.
+  const auto [base1, div1, dec1] = run(LtpConfig{}, Duration::micros(5));
+  CHECK(base1 == Approx(10e6));
+  CHECK(div1 == 0);
+  CHECK(dec1 > 50);
+}
+
 TEST_CASE("ltp fluid: flows leave in half the training episodes, and a flow that left sends nothing",
           "[ltp][fluid]") {
   // The distribution: departures in about half the multi-flow episodes,

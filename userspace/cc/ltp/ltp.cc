@@ -95,6 +95,7 @@ Ltp::Ltp(const LtpConfig& cfg, const FlowParams& flow)
       srtt_ps_(static_cast<double>(flow.base_rtt.ps)),
       base_window_(cfg.base_window),
       base_slack_(cfg.base_slack),
+      base_slack_low_(std::max(1.0, cfg.base_slack_low)),
       floor_rtts_(cfg.floor_rtts),
       base_ps_(static_cast<double>(flow.base_rtt.ps)) {}
 
@@ -107,7 +108,9 @@ void Ltp::learn_base(Time now) {
     win_min_at_ = now;
   }
   const double cfg = static_cast<double>(flow_.base_rtt.ps);
-  const double want = std::max(cfg, win_min_ps_ / base_slack_);
+  // Far too small a configured base: the floor stays at base_slack units;
+  // far too large: at 1 / base_slack_low of a unit (d's grid starts at 0.25).
+  const double want = std::min(std::max(cfg, win_min_ps_ / base_slack_), win_min_ps_ * base_slack_low_);
   // Move the unit only on a real change (25%): each move restarts the
   // filter's belief over d.
   if (want > base_ps_ * 1.25 || want < base_ps_ / 1.25) {

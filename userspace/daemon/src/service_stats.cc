@@ -125,6 +125,8 @@ std::string Service::qps_json(uid_t viewer) const {
           j["cc_est_bps"] = st->cc_est_bps;
           j["ltp_decisions"] = st->ltp_decisions;
           j["ltp_fallback_mis"] = st->ltp_fallback_mis;
+          j["ltp_missing_mis"] = st->ltp_missing_mis;  // why the fallback decided
+          j["ltp_divergences"] = st->ltp_divergences;
         }
         j["cc_window_stalls"] = st->cc_window_stalls;
         j["cc_paced"] = st->cc_paced;

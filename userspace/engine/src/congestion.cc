@@ -58,6 +58,8 @@ void publish(Engine::Impl& e, Qp& qp, Time now) {
     qp.stats.cc_est_bps = l->estimate_bps();
     qp.stats.ltp_decisions = l->stats().decisions;
     qp.stats.ltp_fallback_mis = l->stats().fallback_mis;
+    qp.stats.ltp_missing_mis = l->stats().missing;
+    qp.stats.ltp_divergences = l->stats().divergences;
     qp.stats.ltp_info_gain = l->stats().info_gain;
   }
 }

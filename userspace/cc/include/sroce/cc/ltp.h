@@ -38,9 +38,14 @@ struct LtpConfig {
   // The base RTT the RTTs are measured in: the configured one, or, when the
   // smallest RTT over `base_window` is more than `base_slack` times it, that
   // minimum / base_slack (a windowed min RTT as BBR's min_rtt and Swift's
-  // base delay; docs/cc/ltp.md "A wrong base RTT"). 0: configured only.
+  // base delay; docs/cc/ltp.md "A wrong base RTT"); when that minimum is
+  // below the configured base / base_slack_low, the minimum x base_slack_low
+  // (a configured base far above the path's: the RTT floor fell below d's
+  // grid and the filter diverged in every such MI). base_window 0:
+  // configured only.
   Duration base_window = Duration::millis(10'000);
   double base_slack = 4.0;
+  double base_slack_low = 2.0;
   // Rate floor: one packet per `floor_rtts` smoothed RTTs (never starve the
   // flow; 0: min_rate only).
   double floor_rtts = 4.0;
@@ -179,7 +184,7 @@ class Ltp {
   bool span_open_ = false;
   uint64_t span_bytes_ = 0, unsampled_bytes_ = 0;
   Duration base_window_;
-  double base_slack_, floor_rtts_;
+  double base_slack_, base_slack_low_, floor_rtts_;
   double base_ps_;                    // the RTT unit of the MIs (learn_base)
   double win_min_ps_ = 0;             // windowed min RTT and when it was taken
   Time win_min_at_ = Time::zero();

@@ -347,6 +347,8 @@ struct QpStats {
   int8_t cc_algorithm = -1;        // requester: the QP controller's cc::Algorithm (-1 = none)
   uint64_t ltp_decisions = 0;      // requester, LTP: monitor intervals decided by the policy
   uint64_t ltp_fallback_mis = 0;   // requester, LTP: ... by the delay-rule fallback
+  uint64_t ltp_missing_mis = 0;    // requester, LTP: MIs without inputs (no RTT sample or delivery), timeouts
+  uint64_t ltp_divergences = 0;    // requester, LTP: filter divergences (each hands over fallback_mis MIs)
   double ltp_info_gain = 0;        // requester, LTP: nats its filter's updates removed (when tracked)
   uint64_t cc_window_stalls = 0;   // times the window held the QP back
   uint64_t cc_paced = 0;           // times pacing held the QP back
