@@ -82,7 +82,7 @@ TEST_CASE("ltp: the policy moves the rate once per MI", "[ltp]") {
   cfg.net = &down;
   cfg.dither = 0;
   Ltp l(cfg, flow100g());
-  CHECK(l.rate_bps() == 100'000'000'000);
+  CHECK(l.rate_bps() == 10'000'000'000);  // start_rate 0.1
   Time t = at_us(0);
   for (int i = 0; i < 40; ++i) {
     l.on_send(SendEvent{t, 4096, false});
@@ -94,7 +94,7 @@ TEST_CASE("ltp: the policy moves the rate once per MI", "[ltp]") {
   CHECK(l.stats().mis == 3);
   CHECK(l.stats().decisions == 3);
   CHECK_FALSE(l.in_fallback());
-  const double expect = std::exp(3 * LtpNet::kStep * -0.5);
+  const double expect = cfg.start_rate * std::exp(3 * LtpNet::kStep * -0.5);
   CHECK(l.rate_fraction() == Approx(expect).epsilon(1e-6));
 }
 
@@ -151,7 +151,7 @@ TEST_CASE("ltp: the variant selects it by name", "[ltp]") {
   cfg.algorithm = Algorithm::kLtp;
   CongestionControl cc(cfg, flow100g(), nullptr);
   CHECK(cc.get<Ltp>() != nullptr);
-  CHECK(cc.rate_bps() == 100'000'000'000);
+  CHECK(cc.rate_bps() == 10'000'000'000);  // LtpConfig::start_rate 0.1
   CHECK(parse_ltp_variant("nofilter") == LtpVariant::kNoFilter);
   CHECK_FALSE(parse_ltp_variant("bogus").has_value());
 }
@@ -431,6 +431,7 @@ TEST_CASE("ltp: the queue guard cuts a standing queue above its target, not one 
     cfg.dither = 0;
     cfg.guard_queue = guard;
     cfg.saturation_cut = 0;  // the RTT's step shortens one span of send times
+    cfg.start_rate = 1.0;
     Ltp l(cfg, flow100g());
     for (int i = 0; i < 400; ++i) {
       const double us = 1.0 * i;

@@ -14,7 +14,7 @@ import sys
 KEYS = ["util_ltp", "util_hpcc", "util_delay", "util_dcqcn", "util_ltp_noprobe", "util_ltp_nofilter",
         "qdelay_p99_us_ltp", "qdelay_p99_us_hpcc", "qdelay_p99_us_delay", "jain_ltp",
         "converge_ms_ltp", "est_err_ltp", "est_err_ltp_noprobe",
-        "ltp_sat_cut", "ltp_guard_ns"]  # the last two: the knobs the run used
+        "ltp_sat_cut", "ltp_start", "ltp_guard_ns"]  # the last three: the knobs the run used
 
 
 def main():

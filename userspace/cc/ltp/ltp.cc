@@ -97,7 +97,9 @@ Ltp::Ltp(const LtpConfig& cfg, const FlowParams& flow)
       base_slack_(cfg.base_slack),
       base_slack_low_(std::max(1.0, cfg.base_slack_low)),
       floor_rtts_(cfg.floor_rtts),
-      base_ps_(static_cast<double>(flow.base_rtt.ps)) {}
+      base_ps_(static_cast<double>(flow.base_rtt.ps)) {
+  rate_ = std::clamp(cfg.start_rate, min_rate_, 1.0);
+}
 
 void Ltp::learn_base(Time now) {
   if (base_window_.ps <= 0 || mi_rtt_n_ == 0) return;

@@ -193,6 +193,7 @@ CcResult run_cc_case(const ScenarioOptions& opt, const std::string& traffic, con
   // saturation cut and the queue guard (ltp_guard_ns, 0 = off).
   auto& ltpc = hc.engine.cc.config.ltp;
   ltpc.saturation_cut = opt.param_f64("ltp_sat_cut", ltpc.saturation_cut);
+  ltpc.start_rate = opt.param_f64("ltp_start", ltpc.start_rate);
   if (opt.params.count("ltp_guard_ns"))
     ltpc.guard_queue = Duration::nanos(static_cast<int64_t>(opt.param_u64("ltp_guard_ns", 0)));
   ltpc.guard_beta = opt.param_f64("ltp_guard_beta", ltpc.guard_beta);

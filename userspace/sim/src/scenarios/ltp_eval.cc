@@ -82,6 +82,7 @@ int scenario_ltp_eval(const ScenarioOptions& opt, Reporter& rep) {
   // summary line says which configuration it measured.
   const cc::LtpConfig ltp_default;
   sum["ltp_sat_cut"] = opt.param_f64("ltp_sat_cut", ltp_default.saturation_cut);
+  sum["ltp_start"] = opt.param_f64("ltp_start", ltp_default.start_rate);
   sum["ltp_guard_ns"] = opt.param_u64("ltp_guard_ns", static_cast<uint64_t>(ltp_default.guard_queue.ps / 1000));
   Json per_env = Json::array();
   std::map<std::string, double> util, qd, jain, conv, est;

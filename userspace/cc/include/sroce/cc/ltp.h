@@ -70,6 +70,10 @@ struct LtpConfig {
   // its ACKs with RTT samples; "Issue 17, round 3") rather than bytes sent
   // in the previous MI against bytes acknowledged in this one (false).
   bool span_rates = true;
+  // The rate before the first decision (fraction of the line rate; ours,
+  // docs/cc/ltp.md "Staggered starts"). The policy was trained starting
+  // at the line rate.
+  double start_rate = 0.1;
   double dither = 0.03;               // uniform action noise (breaks lock-step between flows)
   uint64_t seed = 1;                  // PRNG seed of the dither (the engine mixes in the QPN)
 };
