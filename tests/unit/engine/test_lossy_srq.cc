@@ -5,6 +5,7 @@
 // SRQ's others to the QPs that share it; a receive sequence number that no
 // PSN can carry takes nothing off the shared queue.
 #include <map>
+#include <memory>
 #include <set>
 
 #include "harness.h"
@@ -48,6 +49,50 @@ struct SrqPair {
 };
 
 constexpr uint64_t kBuf = 0x100000, kStride = 0x4000;
+
+// Posts SRQ WQEs 2000-2005; QP 0's first SEND never arrives and its next two
+// (one packet each) do, early: QP 0 then holds 2000-2002, none completed.
+void hold_three(SrqPair& p, uint8_t fill) {
+  for (int i = 0; i < 6; ++i) p.post_srq(2000 + i, kBuf + kStride * i, 0x4000);
+  p.a.mem.fill(p.a.addr(0), 0x10000, fill);
+  auto first = std::make_shared<bool>(true);
+  p.w.filter = [&p, first](const WirePkt& x) {
+    if (x.from == 0 && x.dqpn == p.qb[0] && x.op() == SROCE_OP_SEND_ONLY && *first) {
+      *first = false;
+      return Verdict::kDrop;
+    }
+    return Verdict::kDeliver;
+  };
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(post(p.a, p.qa[0], WrOpcode::kSend, {sge(p.a, 0x1000u * i, 500)}, i) == 0);
+  p.w.run(Duration::micros(30));
+  CHECK(p.b.poll().empty());
+}
+
+// QP 1 sends `n` messages: they take the SRQ's WQEs from `first_wr` on, in
+// order, each with its bytes (WQE 2000 + k's buffer is kBuf + kStride k).
+void serve_qp1(SrqPair& p, int n, uint64_t first_wr) {
+  for (int i = 0; i < n; ++i)
+    REQUIRE(post(p.a, p.qa[1], WrOpcode::kSend, {sge(p.a, 0x8000u + 0x1000u * i, 600 + i)},
+                 10 + i) == 0);
+  std::vector<Wc> wb;
+  p.w.run_until(
+      [&] {
+        for (const Wc& c : p.b.poll())
+          if (c.qp_num == p.qb[1]) wb.push_back(c);
+        return wb.size() >= static_cast<size_t>(n);
+      },
+      Duration::millis(20));
+  REQUIRE(wb.size() == static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    INFO("completion " << i);
+    CHECK(wb[i].status == WcStatus::kSuccess);
+    CHECK(wb[i].wr_id == first_wr + i);
+    CHECK(wb[i].byte_len == 600u + i);
+    CHECK(p.b.mem.same(p.b.addr(kBuf + kStride * (first_wr - 2000 + i)), p.a.mem,
+                       p.a.addr(0x8000u + 0x1000u * i), 600 + i));
+  }
+}
 
 }  // namespace
 
@@ -114,22 +159,7 @@ TEST_CASE("lossy SRQ: a QP in error flushes the WQEs it took; the others stay fo
   EngineConfig cfg = lossy_cfg(4);
   cfg.lossy.reorder_timeout = Duration::millis(50);  // no repair inside the test's window
   SrqPair p(cfg);
-  for (int i = 0; i < 6; ++i) p.post_srq(2000 + i, kBuf + kStride * i, 0x4000);
-  p.a.mem.fill(p.a.addr(0), 0x10000, 33);
-  // QP 0's first SEND never arrives; its next two (1 packet each) do, early.
-  bool first = true;
-  p.w.filter = [&](const WirePkt& x) {
-    if (x.from == 0 && x.dqpn == p.qb[0] && x.op() == SROCE_OP_SEND_ONLY && first) {
-      first = false;
-      return Verdict::kDrop;
-    }
-    return Verdict::kDeliver;
-  };
-  for (int i = 0; i < 3; ++i)
-    REQUIRE(post(p.a, p.qa[0], WrOpcode::kSend, {sge(p.a, 0x1000u * i, 500)}, i) == 0);
-  p.w.run(Duration::micros(30));
-  // QP 0 holds three WQEs (its three messages'); none completed.
-  CHECK(p.b.poll().empty());
+  hold_three(p, 33);
   // The QP goes to error: the three come back flushed, on its CQ, in order.
   QpAttr at;
   at.qp_state = QpState::kErr;
@@ -143,25 +173,7 @@ TEST_CASE("lossy SRQ: a QP in error flushes the WQEs it took; the others stay fo
     CHECK(fl[i].qp_num == p.qb[0]);
   }
   // The SRQ's other three serve QP 1.
-  for (int i = 0; i < 3; ++i)
-    REQUIRE(post(p.a, p.qa[1], WrOpcode::kSend, {sge(p.a, 0x8000u + 0x1000u * i, 600 + i)}, 10 + i) ==
-            0);
-  std::vector<Wc> wb;
-  p.w.run_until(
-      [&] {
-        for (const Wc& c : p.b.poll())
-          if (c.qp_num == p.qb[1]) wb.push_back(c);
-        return wb.size() >= 3;
-      },
-      Duration::millis(20));
-  REQUIRE(wb.size() == 3);
-  for (int i = 0; i < 3; ++i) {
-    CHECK(wb[i].status == WcStatus::kSuccess);
-    CHECK(wb[i].wr_id == 2003u + i);
-    CHECK(wb[i].byte_len == 600u + i);
-    CHECK(p.b.mem.same(p.b.addr(kBuf + kStride * (3 + i)), p.a.mem, p.a.addr(0x8000u + 0x1000u * i),
-                       600 + i));
-  }
+  serve_qp1(p, 3, 2003);
 }
 
 TEST_CASE("lossy SRQ: a receive sequence number beyond its PSN takes nothing off the SRQ",
@@ -214,21 +226,7 @@ TEST_CASE("lossy SRQ: a QP reset or destroyed returns the WQEs it held to the SR
       EngineConfig cfg = lossy_cfg(4);
       cfg.lossy.reorder_timeout = Duration::millis(50);  // no repair inside the test's window
       SrqPair p(cfg, 6);
-      for (int i = 0; i < 6; ++i) p.post_srq(2000 + i, kBuf + kStride * i, 0x4000);
-      p.a.mem.fill(p.a.addr(0), 0x10000, 35);
-      // QP 0's first SEND never arrives; its next two do, early: it holds 2000-2002.
-      bool first = true;
-      p.w.filter = [&](const WirePkt& x) {
-        if (x.from == 0 && x.dqpn == p.qb[0] && x.op() == SROCE_OP_SEND_ONLY && first) {
-          first = false;
-          return Verdict::kDrop;
-        }
-        return Verdict::kDeliver;
-      };
-      for (int i = 0; i < 3; ++i)
-        REQUIRE(post(p.a, p.qa[0], WrOpcode::kSend, {sge(p.a, 0x1000u * i, 500)}, i) == 0);
-      p.w.run(Duration::micros(30));
-      CHECK(p.b.poll().empty());
+      hold_three(p, 35);
       // Room in the SRQ for three more: refilled, the held three no longer fit.
       if (how == 2)
         for (int i = 6; i < 9; ++i) p.post_srq(2000 + i, kBuf + kStride * i, 0x4000);
@@ -245,7 +243,6 @@ TEST_CASE("lossy SRQ: a QP reset or destroyed returns the WQEs it held to the SR
       }
       p.w.filter = nullptr;
       std::vector<Wc> fl = p.b.poll();
-      const uint64_t next = how == 2 ? 2003 : 2000;  // the WQE QP 1 gets first
       if (how == 2) {
         REQUIRE(fl.size() == 3);
         for (int i = 0; i < 3; ++i) {
@@ -256,27 +253,9 @@ TEST_CASE("lossy SRQ: a QP reset or destroyed returns the WQEs it held to the SR
       } else {
         CHECK(fl.empty());
       }
-      // QP 1 gets all six of the SRQ's WQEs, in order, with its data.
-      for (int i = 0; i < 6; ++i)
-        REQUIRE(post(p.a, p.qa[1], WrOpcode::kSend, {sge(p.a, 0x8000u + 0x1000u * i, 600 + i)},
-                     10 + i) == 0);
-      std::vector<Wc> wb;
-      p.w.run_until(
-          [&] {
-            for (const Wc& c : p.b.poll())
-              if (c.qp_num == p.qb[1]) wb.push_back(c);
-            return wb.size() >= 6;
-          },
-          Duration::millis(20));
-      REQUIRE(wb.size() == 6);
-      for (int i = 0; i < 6; ++i) {
-        INFO("completion " << i);
-        CHECK(wb[i].status == WcStatus::kSuccess);
-        CHECK(wb[i].wr_id == next + i);
-        CHECK(wb[i].byte_len == 600u + i);
-        CHECK(p.b.mem.same(p.b.addr(kBuf + kStride * (next - 2000 + i)), p.a.mem,
-                           p.a.addr(0x8000u + 0x1000u * i), 600 + i));
-      }
+      // QP 1 gets all six of the SRQ's WQEs, in order, with its data: the
+      // three QP 0 held first, unless they no longer fitted.
+      serve_qp1(p, 6, how == 2 ? 2003 : 2000);
     }
   }
 }
