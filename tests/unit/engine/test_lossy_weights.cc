@@ -15,6 +15,8 @@ namespace {
 constexpr Duration kStep = Duration::micros(2);
 
 // A few WRITEs of 64 KiB (64 packets each at MTU 1024) in flight all the time.
+constexpr int kAllLanes = -2;  // Driver::round: CE-mark every lane
+
 struct Driver {
   Pair& p;
   uint64_t posted = 0, done = 0;
@@ -33,7 +35,7 @@ struct Driver {
     p.w.pump();
     p.w.now += kStep;
     for (auto& h : p.w.held) {
-      if (h.ext && h.req.lane == ce_lane) h.meta.traffic_class = static_cast<uint8_t>(h.meta.traffic_class | 3);
+      if (h.ext && (h.req.lane == ce_lane || ce_lane == kAllLanes)) h.meta.traffic_class = static_cast<uint8_t>(h.meta.traffic_class | 3);
     }
     auto held = std::move(p.w.held);
     p.w.held.clear();
@@ -218,16 +220,47 @@ TEST_CASE("reorder window: path skew beyond reorder_timeout lifts the cap; spuri
   }
 }
 
+namespace {
+
+// 4 lanes, trains of 8 packets (MTU 1024), a's requests held on the wire for
+// the Driver's rounds; a's buffer filled with `fill`.
+struct TrainRig {
+  static EngineConfig cfg() {
+    EngineConfig c = lossy_cfg(4);
+    c.lossy.train_bytes = 8192;
+    return c;
+  }
+  explicit TrainRig(uint8_t fill)
+      : p(QpOpts{.max_send_wr = 256, .max_recv_wr = 256}, {.mtu = Mtu::k1024, .timeout = 14}, {},
+          cfg()),
+        d{p} {
+    warm_up(p);
+    p.a.mem.fill(p.a.addr(0), 65536, fill);
+    p.w.filter = [](const WirePkt& x) { return x.from == 0 ? Verdict::kHold : Verdict::kDeliver; };
+  }
+  Pair p;
+  Driver d;
+};
+
+// Runs of a's new requests per lane (lane, packets) on the wire from log index `from`.
+std::vector<std::pair<uint8_t, size_t>> new_runs(const Pair& p, size_t from) {
+  std::vector<std::pair<uint8_t, size_t>> runs;
+  for (size_t i = from; i < p.w.log.size(); ++i) {
+    const WirePkt& x = p.w.log[i];
+    if (x.from != 0 || !x.ext || x.op() == SROCE_OP_ACK || (x.req.flags & SROCE_LEH_F_RETX)) continue;
+    if (runs.empty() || runs.back().first != x.req.lane) runs.push_back({x.req.lane, 0});
+    ++runs.back().second;
+  }
+  return runs;
+}
+
+}  // namespace
+
 TEST_CASE("lane weights with trains: a cut lane carries shorter trains, the others full ones",
           "[lossy][weights][trains]") {
-  EngineConfig cfg = lossy_cfg(4);
-  cfg.lossy.train_bytes = 8192;  // 8 packets at MTU 1024
-  Pair p(QpOpts{.max_send_wr = 256, .max_recv_wr = 256}, {.mtu = Mtu::k1024, .timeout = 14}, {},
-         cfg);
-  warm_up(p);
-  p.a.mem.fill(p.a.addr(0), 65536, 3);
-  p.w.filter = [](const WirePkt& x) { return x.from == 0 ? Verdict::kHold : Verdict::kDeliver; };
-  Driver d{p};
+  TrainRig r(3);
+  Pair& p = r.p;
+  Driver& d = r.d;
   for (int i = 0; i < 20; ++i) d.round(-1);
   for (int i = 0; i < 40; ++i) d.round(2);  // lane 2's path marks CE: its weight drops
   REQUIRE(lane(p, 2).weight < kLaneWeightFull / 4);
@@ -236,13 +269,7 @@ TEST_CASE("lane weights with trains: a cut lane carries shorter trains, the othe
   for (int i = 0; i < 20; ++i) d.round(2);
   const auto t1 = lane_tx(p);
   // Runs of new requests per lane in this phase.
-  std::vector<std::pair<uint8_t, size_t>> runs;
-  for (size_t i = from; i < p.w.log.size(); ++i) {
-    const WirePkt& x = p.w.log[i];
-    if (x.from != 0 || !x.ext || x.op() == SROCE_OP_ACK || (x.req.flags & SROCE_LEH_F_RETX)) continue;
-    if (runs.empty() || runs.back().first != x.req.lane) runs.push_back({x.req.lane, 0});
-    ++runs.back().second;
-  }
+  const auto runs = new_runs(p, from);
   size_t longest2 = 0, full0 = 0;
   for (size_t i = 0; i + 1 < runs.size(); ++i) {
     if (runs[i].first == 2) longest2 = std::max(longest2, runs[i].second);
@@ -252,6 +279,36 @@ TEST_CASE("lane weights with trains: a cut lane carries shorter trains, the othe
   CHECK(longest2 <= 2);  // 8 packets x weight < 1/4
   CHECK(full0 > 0);      // a full-weight lane still carries whole trains
   CHECK((t1[2] - t0[2]) * 3 < (t1[0] - t0[0]));
+  d.drain();
+  CHECK(p.b.mem.same(p.b.addr(0x100000), p.a.mem, p.a.addr(0), 65536));
+  CHECK(qstats(p.a, p.qa).retransmits == 0);
+}
+
+// Every lane cut alike (every path marks, or the hosts' own RTT jitter trips
+// the queueing-delay rule on every lane): the shares are unchanged, so the
+// trains stay whole; shortening them in proportion to full weight only split
+// the GSO sends (issue 21; docs/lossy.md, "Lane trains").
+TEST_CASE("lane weights with trains: lanes all cut alike keep whole trains", "[lossy][weights][trains]") {
+  TrainRig r(5);
+  Pair& p = r.p;
+  Driver& d = r.d;
+  for (int i = 0; i < 20; ++i) d.round(-1);
+  for (int i = 0; i < 40; ++i) d.round(kAllLanes);
+  for (int i = 0; i < 4; ++i) {
+    INFO("lane " << i << " weight " << lane(p, i).weight);
+    CHECK(lane(p, i).weight < kLaneWeightFull);
+  }
+  const size_t from = p.w.log.size();
+  for (int i = 0; i < 20; ++i) d.round(kAllLanes);
+  const auto runs = new_runs(p, from);
+  REQUIRE(runs.size() > 8);
+  size_t whole = 0;
+  for (size_t i = 1; i + 1 < runs.size(); ++i) whole += runs[i].second == 8 ? 1 : 0;
+  // The heaviest lane at each train's start takes a whole one (the others
+  // are shortened by their weight against it). In proportion to full
+  // weight no lane had a whole train while every lane stood below full.
+  INFO(whole << " of " << runs.size() - 2 << " inner runs are whole trains");
+  CHECK(whole * 5 >= runs.size() - 2);
   d.drain();
   CHECK(p.b.mem.same(p.b.addr(0x100000), p.a.mem, p.a.addr(0), 65536));
   CHECK(qstats(p.a, p.qa).retransmits == 0);

@@ -141,7 +141,11 @@ std::string Service::qps_json(uid_t viewer) const {
                         {"retransmits", l.retransmits},
                         {"naks", l.naks},
                         {"losses_detected", l.losses_detected},
-                        {"srtt_us", static_cast<double>(l.srtt_ps) / 1e6}});
+                        {"srtt_us", static_cast<double>(l.srtt_ps) / 1e6},
+                        // Lane weights (docs/lossy.md): the share and how often it was cut.
+                        {"weight", static_cast<double>(l.weight) / kLaneWeightFull},
+                        {"weight_cuts", l.weight_cuts},
+                        {"ce_echoed", l.ce_echoed}});
         }
         j["lanes"] = std::move(la);
       }

@@ -308,9 +308,18 @@ uint8_t Engine::Impl::lossy_pick_lane(Qp& qp, Time now, bool resend) {
       // A lane whose weight was cut (a congested path) carries shorter trains,
       // in proportion: a full train landing on a slow link is a burst its
       // queue has to absorb, and the weights steer finely only in small units.
-      if (cfg_.lossy.lane_weights)
-        n = std::max<uint32_t>(
-            static_cast<uint32_t>(uint64_t{n} * l.lanes[lane].weight / kLaneWeightFull), 1);
+      // In proportion to the heaviest active lane, not to full weight: when
+      // every lane is cut alike (one path, or a queue in the hosts that every
+      // lane's RTT sees) the shares do not change, and shortening every train
+      // only split the GSO sends (issue 21: 8 QPs on the veth pair, where the
+      // hosts' jitter cuts every lane, went from 2.3 to 3.3 packets per send).
+      if (cfg_.lossy.lane_weights) {
+        uint32_t heaviest = 0;
+        for (uint16_t i = 0; i < l.nlanes; ++i)
+          if (l.lanes[i].active) heaviest = std::max(heaviest, l.lanes[i].weight);
+        if (heaviest > 0)
+          n = std::max<uint32_t>(static_cast<uint32_t>(uint64_t{n} * l.lanes[lane].weight / heaviest), 1);
+      }
       l.train_left = n;
       l.train_lane = lane;
     }
