@@ -154,6 +154,7 @@ class Engine::Impl {
   // QP errors and completions (qp_error.cc)
   void complete_send(eng::Qp& qp, eng::SendWqe& w, WcStatus status);
   void complete_recv(eng::Qp& qp, const Wc& wc, bool solicited);
+  void complete_recv_flushed(eng::Qp& qp, uint64_t wr_id);  // IBV_WC_WR_FLUSH_ERR, opcode RECV
   void qp_to_error(eng::Qp& qp);
   void flush_sq(eng::Qp& qp);
   void flush_rq(eng::Qp& qp);

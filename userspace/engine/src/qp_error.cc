@@ -62,22 +62,25 @@ void Engine::Impl::flush_sq(Qp& qp) {
   qp.rd_atomic_inflight = 0;
 }
 
-void Engine::Impl::flush_rq(Qp& qp) {
+void Engine::Impl::complete_recv_flushed(Qp& qp, uint64_t wr_id) {
   Wc wc;
+  wc.wr_id = wr_id;
   wc.status = WcStatus::kWrFlushErr;
   wc.opcode = WcOpcode::kRecv;
   wc.qp_num = qp.qpn;
+  complete_recv(qp, wc, false);
+}
+
+void Engine::Impl::flush_rq(Qp& qp) {
   if (qp.rwqe_active) {  // taken from the RQ/SRQ, not completed yet
-    wc.wr_id = qp.rwqe_id;
-    complete_recv(qp, wc, false);
+    complete_recv_flushed(qp, qp.rwqe_id);
     qp.rwqe_active = false;
   }
   // With an SRQ, the RQ holds only the WQEs this QP took off the SRQ for
   // messages still incomplete (lossy mode): flushed here as the one in
   // progress is; the SRQ's own WQEs stay (IBA 10.2).
   while (!qp.rq.empty()) {
-    wc.wr_id = qp.rq.front().wr_id;
-    complete_recv(qp, wc, false);
+    complete_recv_flushed(qp, qp.rq.front().wr_id);
     qp.rq.pop();
   }
 }

@@ -349,14 +349,7 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
       cq_discard_qp(qp.send_cq, qp.qpn);
       if (qp.recv_cq != qp.send_cq) cq_discard_qp(qp.recv_cq, qp.qpn);
       qp.state = QpState::kReset;
-      for (uint64_t id : lost) {  // the application learns their buffers are free
-        Wc wc;
-        wc.wr_id = id;
-        wc.status = WcStatus::kWrFlushErr;
-        wc.opcode = WcOpcode::kRecv;
-        wc.qp_num = qp.qpn;
-        complete_recv(qp, wc, false);
-      }
+      for (uint64_t id : lost) complete_recv_flushed(qp, id);  // the application learns their buffers are free
       break;
     }
     case QpState::kErr:

@@ -71,7 +71,7 @@ struct LtpConfig {
   // in the previous MI against bytes acknowledged in this one (false).
   bool span_rates = true;
   // The rate before the first decision (fraction of the line rate; ours,
-  // docs/cc/ltp.md "Staggered starts"). The policy was trained starting
+  // docs/cc/ltp.md "A start below the line rate"). The policy was trained starting
   // at the line rate.
   double start_rate = 0.1;
   double dither = 0.03;               // uniform action noise (breaks lock-step between flows)
