@@ -177,8 +177,8 @@ TEST_CASE("memory: lossy mode's windows come at RTR and follow the lane count", 
   CHECK(per_lane > 0);
   CHECK(per_lane <= 256);
   CHECK(l1.own - per_lane < 32 * 1024);
-  // 16 lanes (the default): about 25 KB, under 40 KB at the 64-lane maximum.
-  CHECK(l64.own < 40 * 1024);
+  // 16 lanes (the default): about 15 KB, under 24 KB at the 64-lane maximum.
+  CHECK(l64.own < 24 * 1024);
   // The allocator saw the same bytes (plus its own headers), within 512 bytes
   // either way: mallinfo2 counts chunk sizes, and which free chunks the RTR's
   // allocations reuse or split depends on the heap's history (Catch's own
@@ -188,6 +188,55 @@ TEST_CASE("memory: lossy mode's windows come at RTR and follow the lane count", 
     CHECK(c.alloc + 512 >= c.own);
     CHECK(c.alloc <= c.own + 512);
   }
+}
+
+TEST_CASE("memory: a QP without a send queue holds only the responder's half of lossy mode",
+          "[footprint]") {
+  // qp.h, LossyTxMem / LossyRxMem: the send window, our lanes and the READ
+  // responses we would receive come only with a send queue; any connected QP
+  // gets the receive window, since the peer may write to it.
+  const Connected full = connect_cost(16, true);
+  EngineConfig cfg;
+  cfg.lossy.lanes = 16;
+  Host a(0x0a000001, 11, cfg), b(0x0a000002, 22, cfg);
+  QpOpts none = small_caps();
+  none.max_send_wr = 0;
+  const Qpn qa = make_qp(a, none), qb = make_qp(b, small_caps());
+  const size_t idle = qp_bytes(a, qa);
+  to_init(a, qa, QpType::kRc);
+  const size_t h0 = heap_in_use();
+  to_rtr(a, qa, QpType::kRc, b, qb);
+  const size_t grew = heap_in_use() - h0;
+  to_rts(a, qa, QpType::kRc);
+  const size_t connected = qp_bytes(a, qa);
+  const size_t own = connected - idle;
+  CAPTURE(full.own, own, grew);
+  // The send half: a 256-PSN window of 16-byte slots and 16 lanes at least.
+  CHECK(own > 4096);
+  CHECK(full.own - own >= 256 * 16 + 16 * 100);
+  CHECK(grew + 512 >= own);
+  CHECK(grew <= own + 512);
+  // It cannot send: ibv_post_send's ENOMEM for a full (here empty) queue.
+  CHECK(post(a, qa, WrOpcode::kRdmaWrite, {sge(a, 0, 8)}, 1, kSendSignaled, b.addr(0), b.mr.rkey) ==
+        ENOMEM);
+  // The peer writes to it in lossy mode; the bytes arrive, nothing grows.
+  connect(b, qb, QpType::kRc, a, qa);
+  Wire w(a, b);
+  for (uint64_t id = 1; id <= 2; ++id) {  // the first switches b to lossy mode
+    b.mem.fill(b.addr(0), 64 * 1024, static_cast<uint8_t>(id));
+    a.mem.zero(a.addr(0x100000), 64 * 1024);
+    REQUIRE(post(b, qb, WrOpcode::kRdmaWrite, {sge(b, 0, 64 * 1024)}, id, kSendSignaled,
+                 a.addr(0x100000), a.mr.rkey) == 0);
+    w.run();
+    const auto wc = b.poll();
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].status == WcStatus::kSuccess);
+    CHECK(b.mem.same(b.addr(0), a.mem, a.addr(0x100000), 64 * 1024));
+  }
+  auto st = b->qp_stats(qb);
+  REQUIRE(st.ok());
+  CHECK(st->mode == QpMode::kLossy);
+  CHECK(qp_bytes(a, qa) == connected);
 }
 
 TEST_CASE("memory: a UD QP never holds lossy-mode windows", "[footprint]") {

@@ -365,3 +365,62 @@ TEST_CASE("lossy READ: the MR deregistered mid-response, no NAK, the responder Q
   CHECK(p.b.events().empty());
   for (const WirePkt& x : p.w.log) CHECK_FALSE((x.from == 1 && x.is_nak()));
 }
+
+TEST_CASE("lossy READ: early READs beyond the table of deferred requests are dropped, then done",
+          "[lossy][read]") {
+  // A responder keeps the headers of READs that arrive before its expected
+  // PSN in a table of min(max_rd_atomic, 16) entries (qp.h, Deferred). Here
+  // the requester may keep 32 READs outstanding (both engines allow it), the
+  // first request is lost, and the next 23 arrive early: 16 wait, 7 find the
+  // table full and are dropped as if lost. Every READ still completes, in
+  // order, with the responder's bytes.
+  EngineConfig cfg = lossy_cfg(4);
+  cfg.max_rd_atomic = 32;
+  ConnOpts co{.mtu = Mtu::k1024, .max_rd_atomic = 32, .max_dest_rd_atomic = 32};
+  Pair p({}, co, co, cfg);
+  warm_up(p);
+  constexpr int kReads = 24;
+  p.b.mem.fill(p.b.addr(0x200000), kReads * 512, 9);
+  p.a.mem.zero(p.a.addr(0x10000), kReads * 512);
+  // The first READ request is lost, and so is every copy of it until the
+  // other 23 have arrived (the responder asks for it as soon as a lane shows
+  // the gap).
+  bool first_seen = false;
+  uint32_t first_psn = 0;
+  int others = 0;
+  p.w.filter = [&](const WirePkt& x) {
+    if (!is_read_req(x)) return Verdict::kDeliver;
+    if (!first_seen) {
+      first_seen = true;
+      first_psn = x.psn;
+    }
+    if (x.psn != first_psn) {
+      ++others;
+      return Verdict::kDeliver;
+    }
+    return others < kReads - 1 ? Verdict::kDrop : Verdict::kDeliver;
+  };
+  const uint64_t dropped_before = p.b->stats().rx_drop_reason[kRxDropOutOfSequence];
+  for (int i = 0; i < kReads; ++i)
+    REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x10000 + 512 * i, 512)},
+                 static_cast<uint64_t>(i), kSendSignaled, p.b.addr(0x200000 + 512 * i),
+                 p.b.mr.rkey) == 0);
+  auto wc = wait_wc(p.w, p.a, kReads);
+  REQUIRE(wc.size() == kReads);
+  for (int i = 0; i < kReads; ++i) {
+    CAPTURE(i, wc_str(wc[i]));
+    CHECK(wc[i].status == WcStatus::kSuccess);
+    CHECK(wc[i].wr_id == static_cast<uint64_t>(i));
+  }
+  CHECK(p.a.mem.same(p.a.addr(0x10000), p.b.mem, p.b.addr(0x200000), kReads * 512));
+  // 23 early, 16 deferred: 7 dropped (their retransmissions may find room).
+  CHECK(p.b->stats().rx_drop_reason[kRxDropOutOfSequence] - dropped_before >= 7);
+  CHECK(qstats(p.a, p.qa).mode == QpMode::kLossy);
+  // Both QPs live on: one more READ.
+  p.w.filter = nullptr;
+  REQUIRE(post(p.a, p.qa, WrOpcode::kRdmaRead, {sge(p.a, 0x10000, 512)}, 99, kSendSignaled,
+               p.b.addr(0x200000), p.b.mr.rkey) == 0);
+  wc = wait_wc(p.w, p.a, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == WcStatus::kSuccess);
+}

@@ -21,7 +21,8 @@ size_t qp_heap_bytes(const Qp& q) {
              vec_bytes(q.sq_inline) + vec_bytes(q.rwqe_sge) + vec_bytes(q.res) +
              q.rq.memory_bytes() + vec_bytes(q.cc.lanes) + vec_bytes(q.cc.sent);
   const Lossy& l = q.lossy;
-  if (l.mem) n += sizeof(LossyMem);
+  if (l.tx_mem) n += sizeof(LossyTxMem);
+  if (l.rx_mem) n += sizeof(LossyRxMem);
   n += l.lanes.size() * sizeof(LaneTx) + l.rd_tx.size() * sizeof(RdLaneTx);
   return n;
 }

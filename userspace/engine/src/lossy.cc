@@ -94,22 +94,33 @@ void weight_delay_sample(const EngineConfig& c, Lossy& l, LaneTx& t, int64_t r, 
 
 bool Engine::Impl::lossy_alloc(Qp& qp) {
   Lossy& l = qp.lossy;
-  if (l.mem) return true;
   const auto n = static_cast<uint16_t>(std::clamp<uint32_t>(cfg_.lossy.lanes, 1, kMaxLanes));
-  std::unique_ptr<LossyMem> m(new (std::nothrow) LossyMem);
-  std::unique_ptr<LaneTx[]> lanes(new (std::nothrow) LaneTx[n]);
-  std::unique_ptr<RdLaneTx[]> rd(new (std::nothrow) RdLaneTx[n]);
-  if (!m || !lanes || !rd) return false;
-  l.txw = m->txw;
-  l.rxs = m->rxs;
-  l.lanes_rx = m->lanes_rx;
-  l.rd_rx = m->rd_rx;
-  l.rd_rep = m->rd_rep;
-  l.lanes = std::span<LaneTx>(lanes.get(), n);
-  l.rd_tx = std::span<RdLaneTx>(rd.get(), n);
-  l.mem = std::move(m);
-  l.lane_mem = std::move(lanes);
-  l.rd_lane_mem = std::move(rd);
+  if (!l.rx_mem) {
+    const uint32_t nd = std::clamp<uint32_t>(cfg_.max_rd_atomic, 1, kDeferredMax);
+    std::unique_ptr<LossyRxMem> m(new (std::nothrow) LossyRxMem);
+    std::unique_ptr<RdLaneTx[]> rd(new (std::nothrow) RdLaneTx[n]);
+    if (!m || !rd) return false;
+    l.rxs = m->rxs;
+    l.lanes_rx = m->lanes_rx;
+    l.rd_rep = m->rd_rep;
+    l.deferred = std::span<Deferred>(m->deferred, nd);
+    l.rd_tx = std::span<RdLaneTx>(rd.get(), n);
+    l.rx_mem = std::move(m);
+    l.rd_lane_mem = std::move(rd);
+  }
+  // A QP without a send queue never sends a request: no send window. (Its
+  // `tx` never becomes true, and the ACKs and READ responses a peer could
+  // send it are dropped before they reach these arrays: recv.cc.)
+  if (!l.tx_mem && qp.cap.max_send_wr > 0) {
+    std::unique_ptr<LossyTxMem> m(new (std::nothrow) LossyTxMem);
+    std::unique_ptr<LaneTx[]> lanes(new (std::nothrow) LaneTx[n]);
+    if (!m || !lanes) return false;
+    l.txw = m->txw;
+    l.rd_rx = m->rd_rx;
+    l.lanes = std::span<LaneTx>(lanes.get(), n);
+    l.tx_mem = std::move(m);
+    l.lane_mem = std::move(lanes);
+  }
   return true;
 }
 
@@ -149,7 +160,7 @@ void Engine::Impl::lossy_reset_tx(Qp& qp) {
 // False: wait before starting this WQE (a rewind is being resent).
 bool Engine::Impl::lossy_tx_gate(Qp& qp) {
   Lossy& l = qp.lossy;
-  if (!l.peer_cap || l.tx) return true;
+  if (!l.peer_cap || l.tx || l.txw.empty()) return true;
   if (qp.req_psn != qp.high_psn) return false;
   // The compatible PSNs still in flight are resent through the lossy ring
   // (lossy_resend_compat): no more of them than it holds. (The window keeps

@@ -156,6 +156,7 @@ void Engine::Impl::lossy_reset_rx(Qp& qp) {
   std::memset(l.lost, 0, sizeof l.lost);
   std::memset(l.stale, 0, sizeof l.stale);
   for (RxSlot& r : l.rxs) r = RxSlot{};
+  for (Deferred& d : l.deferred) d = Deferred{};
   l.rx_high = qp.resp_psn;
   l.rx_floor = qp.resp_psn;
   l.rx_mixed = false;
@@ -191,7 +192,7 @@ void passed(Qp& qp, uint32_t from);
 
 // A deferred READ request or atomic, now in order: the compatible executor
 // runs it from its saved headers (IBA 9.4 order of execution is kept).
-void run_deferred(Impl& e, Qp& qp, uint32_t p, const RxSlot& d) {
+void run_deferred(Impl& e, Qp& qp, uint32_t p, const Deferred& d) {
   sroce_pkt pk{};
   pk.bth.opcode = d.opcode;
   pk.bth.psn = p;
@@ -211,7 +212,9 @@ void commit(Impl& e, Qp& qp) {
     const uint32_t p = qp.resp_psn;
     RxSlot& r = l.rxs[ring(p)];
     if (r.action == RxSlot::kDeferred) {
-      const RxSlot d = r;
+      Deferred& slot = l.deferred[r.deferred];
+      const Deferred d = slot;
+      slot.used = false;
       r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       clr_psn_bit(l.have, p);
       clr_psn_bit(l.lost, p);
@@ -269,7 +272,9 @@ void passed(Qp& qp, uint32_t from) {
     clr_psn_bit(l.lost, p);
     clr_psn_bit(l.stale, p);
     clr_psn_bit(l.report, p);
-    l.rxs[ring(p)] = RxSlot{.hole_ns = l.rxs[ring(p)].hole_ns};
+    RxSlot& r = l.rxs[ring(p)];
+    if (r.action == RxSlot::kDeferred) l.deferred[r.deferred].used = false;  // a peer's overlap
+    r = RxSlot{.hole_ns = r.hole_ns};
     if (psn_diff(p, from) >= static_cast<int32_t>(kLossyWindow)) break;
   }
 }
@@ -504,6 +509,14 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
     return;
   }
   if (d >= static_cast<int32_t>(kLossyWindow)) return count_drop(*this, qp, kRxDropOutOfSequence);
+  // An early READ or atomic waits in the table of deferred requests; with the
+  // table full (a peer beyond the device's max_rd_atomic) it is dropped as if
+  // lost, and asked for again once the PSNs before it are in.
+  uint32_t di = 0;
+  if (rd_atomic && d != 0) {
+    while (di < l.deferred.size() && l.deferred[di].used) ++di;
+    if (di == l.deferred.size()) return count_drop(*this, qp, kRxDropOutOfSequence);
+  }
   if (psn_bit(l.lost, psn) && !(leh.flags & SROCE_LEH_F_RETX)) {
     // The original of a PSN we declared lost: the reorder window was too
     // short (RACK widens it on a DSACK; RFC 8985 6.2).
@@ -541,16 +554,18 @@ void Engine::Impl::lossy_rx_request(Qp& qp, const sroce_pkt& pkt, const sroce_le
       RxSlot& r = l.rxs[ring(psn)];
       r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
       r.action = RxSlot::kDeferred;
-      r.opcode = pkt.bth.opcode;
+      r.deferred = static_cast<uint8_t>(di);
+      Deferred& x = l.deferred[di];
+      x = Deferred{.opcode = pkt.bth.opcode, .used = true};
       if (f & SROCE_HAS_RETH) {
-        r.va = pkt.reth.va;
-        r.rkey = pkt.reth.rkey;
-        r.dma_len = pkt.reth.dma_len;
+        x.va = pkt.reth.va;
+        x.rkey = pkt.reth.rkey;
+        x.dma_len = pkt.reth.dma_len;
       } else {
-        r.va = pkt.atmeth.va;
-        r.rkey = pkt.atmeth.rkey;
-        r.swap_add = pkt.atmeth.swap_add;
-        r.compare = pkt.atmeth.compare;
+        x.va = pkt.atmeth.va;
+        x.rkey = pkt.atmeth.rkey;
+        x.swap_add = pkt.atmeth.swap_add;
+        x.compare = pkt.atmeth.compare;
       }
       set_psn_bit(l.have, psn);
       clr_psn_bit(l.lost, psn);

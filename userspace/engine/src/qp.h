@@ -106,7 +106,6 @@ inline void set_psn_bit(uint64_t* m, uint32_t psn) { m[lossy_ring(psn) >> 6] |= 
 inline void clr_psn_bit(uint64_t* m, uint32_t psn) { m[lossy_ring(psn) >> 6] &= ~(uint64_t{1} << (lossy_ring(psn) & 63)); }
 constexpr uint32_t kSackBits = 64;  // SACK / retransmit-request bitmaps in an ACK
 
-// Requester: one transmitted PSN.
 // One RTT sample into a smoothed RTT and its variation (RFC 6298 2.2-2.3:
 // alpha 1/8, beta 1/4; the first sample sets srtt = r, rttvar = r / 2).
 inline void rtt_sample(int64_t& srtt, int64_t& rttvar, int64_t r) {
@@ -120,36 +119,54 @@ inline void rtt_sample(int64_t& srtt, int64_t& rttvar, int64_t r) {
   srtt = (7 * srtt + r) / 8;
 }
 
+// Requester: one transmitted PSN. 16 bytes: four to a cache line, 4 KiB for
+// the window.
 struct TxSlot {
-  uint32_t psn = 0;
   Time sent;
+  uint32_t psn = 0;
   uint8_t lane = 0;
-  bool valid = false;    // a request packet was sent with this PSN
-  bool retx = false;     // sent more than once (no RTT sample: Karn)
-  bool sacked = false;   // the receiver has it
-  bool pending = false;  // queued for a selective retransmission
-  bool rtt_armed = false;  // no RTT sample taken from it yet
+  bool valid : 1 = false;    // a request packet was sent with this PSN
+  bool retx : 1 = false;     // sent more than once (no RTT sample: Karn)
+  bool sacked : 1 = false;   // the receiver has it
+  bool pending : 1 = false;  // queued for a selective retransmission
+  bool rtt_armed : 1 = false;  // no RTT sample taken from it yet
 };
+static_assert(sizeof(TxSlot) == 16);
 
 // Responder: what to do when the in-order point passes a received PSN.
+// 20 bytes (5 KiB for the window): the headers of an early READ or atomic
+// live in the QP's small table of Deferred requests, not in every slot.
 struct RxSlot {
   // kDeferred: a READ request or atomic that arrived early, executed when the
-  // expected PSN reaches it (its request headers are kept below).
+  // expected PSN reaches it (its headers are in Lossy::deferred[deferred]).
   enum Action : uint8_t { kNothing = 0, kMsgLast, kSendLast, kWriteImmLast, kDeferred };
   Action action = kNothing;
   bool se = false;
   uint8_t wc_flags = 0;  // kWcWithImm / kWcWithInv
-  uint8_t opcode = 0;    // kDeferred: the request's opcode
+  uint8_t deferred = 0;  // kDeferred: its entry in Lossy::deferred
   uint32_t imm = 0;      // immediate data or invalidated R_Key
   uint32_t byte_len = 0;
-  uint32_t rkey = 0;     // kDeferred: RETH / AtomicETH
-  uint32_t dma_len = 0;
-  uint64_t va = 0;
-  uint64_t swap_add = 0;
-  uint64_t compare = 0;
   uint32_t asked_ns = 0;  // missing PSN: when it was last asked for (low 32 bits of ns)
   uint32_t hole_ns = 0;   // missing PSN: when a later PSN first arrived (reorder delay)
 };
+static_assert(sizeof(RxSlot) == 20);
+
+// The headers of a READ request or atomic that arrived before the expected
+// PSN (RxSlot::kDeferred). A table of EngineConfig::max_rd_atomic entries, at
+// most kDeferredMax: a requester keeps at most that many READs and atomics
+// outstanding, so a peer that keeps to the device limit (16 by default) never
+// fills it; one that goes beyond has its early request dropped as if lost,
+// and asked for again (lossy_rx_request).
+struct Deferred {
+  uint64_t va = 0;
+  uint64_t swap_add = 0;
+  uint64_t compare = 0;
+  uint32_t rkey = 0;
+  uint32_t dma_len = 0;
+  uint8_t opcode = 0;
+  bool used = false;
+};
+constexpr uint32_t kDeferredMax = 16;
 
 struct LaneTx {
   uint16_t seq = 0;  // next per-lane sequence number
@@ -214,24 +231,32 @@ struct LaneRx {
   uint64_t losses = 0;
 };
 
-// The windows and per-lane arrays of a lossy QP, allocated once, when an RC
-// QP that offers lossy mode first goes to RTR (lossy_alloc): the control path,
-// where ENOMEM can be returned; a QP that never connects, and every UC/UD QP,
-// holds none of it. Per-lane state of our own sending is sized by the
+// The windows and per-lane arrays of a lossy QP, allocated when an RC QP that
+// offers lossy mode first goes to RTR (lossy_alloc): the control path, where
+// ENOMEM can be returned; a QP that never connects, and every UC/UD QP, holds
+// none of it. The requester's half (what we send: the send window, our
+// lanes, the READ responses we receive) only for a QP with a send queue
+// (max_send_wr > 0); the responder's half for every connected QP, since any
+// peer may write to it. Per-lane state of our own sending is sized by the
 // configured lane count; state about the peer's lanes (which the peer
 // chooses, up to kMaxLanes) has room for all of them.
-struct LossyMem {
+struct LossyTxMem {
   TxSlot txw[kLossyWindow];
+  RdLaneRx rd_rx[kMaxLanes];
+};
+struct LossyRxMem {
   RxSlot rxs[kLossyWindow];
   LaneRx lanes_rx[kMaxLanes];
-  RdLaneRx rd_rx[kMaxLanes];
   RdRepair rd_rep[kRdRepairs];
+  Deferred deferred[kDeferredMax];
 };
 
 struct Lossy {
-  // Owners of the spans below (empty until lossy_alloc).
-  std::unique_ptr<LossyMem> mem;
+  // Owners of the spans below (empty until lossy_alloc; the Tx half stays
+  // empty on a QP without a send queue).
+  std::unique_ptr<LossyTxMem> tx_mem;
   std::unique_ptr<LaneTx[]> lane_mem;
+  std::unique_ptr<LossyRxMem> rx_mem;
   std::unique_ptr<RdLaneTx[]> rd_lane_mem;
   // negotiation
   bool offer = false;     // this QP offers lossy mode (engine config, RC only)
@@ -263,14 +288,15 @@ struct Lossy {
   int64_t srtt_ps = 0, rttvar_ps = 0;
   int64_t lane_base_ps = 0;  // lowest RTT sample of any lane (lane weights)
   Time weight_at;            // lane weights last restored
-  std::span<TxSlot> txw;  // kLossyWindow (LossyMem)
-  std::span<LaneTx> lanes;  // the configured lanes (LossyMem)
+  std::span<TxSlot> txw;  // kLossyWindow (LossyTxMem)
+  std::span<LaneTx> lanes;  // the configured lanes (lane_mem)
   // responder
   uint64_t have[kLossyWords] = {};    // ring by PSN: received and placed
   uint64_t report[kLossyWords] = {};  // ring by PSN: lost, to request in the next ACK
   uint64_t lost[kLossyWords] = {};    // ring by PSN: declared lost (asked once)
   uint64_t stale[kLossyWords] = {};   // ring by PSN: asked, and still missing at a timer fire
-  std::span<RxSlot> rxs;              // kLossyWindow (LossyMem)
+  std::span<RxSlot> rxs;              // kLossyWindow (LossyRxMem)
+  std::span<Deferred> deferred;       // min(EngineConfig::max_rd_atomic, kDeferredMax) (LossyRxMem)
   uint32_t rx_high = 0;       // one past the highest PSN received
   // Mid-stream switch: PSNs before rx_floor (the lowest PSN known to have
   // been sent with a trailer) may be compatible packets still to come in
@@ -310,13 +336,13 @@ struct Lossy {
   Time rtt_probe_at;
   uint32_t gap_fires = 0;     // consecutive timer fires without progress (backoff)
   Time gap_deadline = Time::never();
-  std::span<LaneRx> lanes_rx;  // kMaxLanes: the peer's lanes (LossyMem)
+  std::span<LaneRx> lanes_rx;  // kMaxLanes: the peer's lanes (LossyRxMem)
   // READ responses (lossy_read.cc, docs/lossy.md). Responder: the lanes it
   // sprays responses over, and repairs asked for by the requester.
   uint16_t rd_next_lane = 0;
   uint8_t rd_rep_head = 0, rd_rep_n = 0;
-  std::span<RdLaneTx> rd_tx;   // the configured lanes (LossyMem)
-  std::span<RdRepair> rd_rep;  // kRdRepairs (LossyMem)
+  std::span<RdLaneTx> rd_tx;   // the configured lanes (rd_lane_mem)
+  std::span<RdRepair> rd_rep;  // kRdRepairs (LossyRxMem)
   // Requester: response PSNs placed out of order and PSNs to ask for again,
   // rings by PSN over [base, base + kLossyWindow) where base is the first
   // unplaced response PSN of the oldest unfinished lossy READ.
@@ -329,7 +355,7 @@ struct Lossy {
   uint16_t rd_peer_lanes = 1;  // the responder's lane count (trailer flags)
   uint32_t rd_fires = 0;       // response timer fires without progress (backoff)
   Time rd_deadline = Time::never();
-  std::span<RdLaneRx> rd_rx;  // kMaxLanes: the peer's lanes (LossyMem)
+  std::span<RdLaneRx> rd_rx;  // kMaxLanes: the peer's lanes (LossyTxMem)
   // Mid-stream switch: a go-back-N over the compatible PSNs that stops at S
   // (the cursor then jumps forward to high_psn; lossy_rewind_stop).
   bool compat_rewind = false;

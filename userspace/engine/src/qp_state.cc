@@ -299,8 +299,8 @@ Result<void> Engine::Impl::modify_qp(Qpn qpn, const QpAttr& a, uint32_t mask, Ti
   if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > cfg_.max_rd_atomic)
     return err(EINVAL, "modify_qp: max_dest_rd_atomic above the device limit " +
                            std::to_string(cfg_.max_rd_atomic));
-  // Lossy mode's windows (qp.h, LossyMem): a QP that offers it may get a
-  // trailer from its first packet on, so they are there from RTR.
+  // Lossy mode's windows (qp.h, LossyTxMem / LossyRxMem): a QP that offers
+  // it may get a trailer from its first packet on, so they are there from RTR.
   if (next == QpState::kRtr && qp.lossy.offer && !lossy_alloc(qp))
     return err(ENOMEM, "modify_qp: no memory for the lossy-mode windows");
 

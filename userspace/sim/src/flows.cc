@@ -104,7 +104,9 @@ Result<uint32_t> FlowRunner::new_qp(uint32_t src, uint32_t dst) {
     QpInitAttr ia;
     ia.qp_type = QpType::kRc;
     ia.send_cq = ia.recv_cq = s.cq;
-    ia.cap.max_send_wr = k == 0 ? cfg_.qp.send_wr : 1;  // the server end posts nothing
+    // The server end posts nothing: no send queue, so no lossy send window
+    // (the engine holds only the responder half of lossy mode for it).
+    ia.cap.max_send_wr = k == 0 ? cfg_.qp.send_wr : 0;
     ia.cap.max_recv_wr = 1;  // WRITEs consume no receives
     ia.cap.max_send_sge = 1;
     ia.cap.max_recv_sge = 1;
