@@ -132,6 +132,20 @@ struct Connected {
   size_t alloc = 0;
 };
 
+// One 64 KiB RDMA WRITE from `from` to `to` (0x100000 in its MR), run to its
+// completion; the bytes must arrive.
+void write_64k(Wire& w, Host& from, Qpn q, Host& to, uint64_t id) {
+  from.mem.fill(from.addr(0), 64 * 1024, static_cast<uint8_t>(id));
+  to.mem.zero(to.addr(0x100000), 64 * 1024);
+  REQUIRE(post(from, q, WrOpcode::kRdmaWrite, {sge(from, 0, 64 * 1024)}, id, kSendSignaled,
+               to.addr(0x100000), to.mr.rkey) == 0);
+  w.run();
+  const auto wc = from.poll();
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == WcStatus::kSuccess);
+  CHECK(from.mem.same(from.addr(0), to.mem, to.addr(0x100000), 64 * 1024));
+}
+
 Connected connect_cost(uint16_t lanes, bool lossy) {
   EngineConfig cfg;
   cfg.lossy.enable = lossy;
@@ -150,15 +164,7 @@ Connected connect_cost(uint16_t lanes, bool lossy) {
   // bytes arrive.
   connect(b, qb, QpType::kRc, a, qa);
   Wire w(a, b);
-  a.mem.fill(a.addr(0), 64 * 1024, 5);
-  b.mem.zero(b.addr(0x100000), 64 * 1024);
-  REQUIRE(post(a, qa, WrOpcode::kRdmaWrite, {sge(a, 0, 64 * 1024)}, 1, kSendSignaled,
-               b.addr(0x100000), b.mr.rkey) == 0);
-  w.run();
-  const auto wc = a.poll();
-  REQUIRE(wc.size() == 1);
-  CHECK(wc[0].status == WcStatus::kSuccess);
-  CHECK(a.mem.same(a.addr(0), b.mem, b.addr(0x100000), 64 * 1024));
+  write_64k(w, a, qa, b, 5);
   CHECK(qp_bytes(a, qa) == connected);
   return {connected - idle, grew};
 }
@@ -222,17 +228,7 @@ TEST_CASE("memory: a QP without a send queue holds only the responder's half of 
   // The peer writes to it in lossy mode; the bytes arrive, nothing grows.
   connect(b, qb, QpType::kRc, a, qa);
   Wire w(a, b);
-  for (uint64_t id = 1; id <= 2; ++id) {  // the first switches b to lossy mode
-    b.mem.fill(b.addr(0), 64 * 1024, static_cast<uint8_t>(id));
-    a.mem.zero(a.addr(0x100000), 64 * 1024);
-    REQUIRE(post(b, qb, WrOpcode::kRdmaWrite, {sge(b, 0, 64 * 1024)}, id, kSendSignaled,
-                 a.addr(0x100000), a.mr.rkey) == 0);
-    w.run();
-    const auto wc = b.poll();
-    REQUIRE(wc.size() == 1);
-    CHECK(wc[0].status == WcStatus::kSuccess);
-    CHECK(b.mem.same(b.addr(0), a.mem, a.addr(0x100000), 64 * 1024));
-  }
+  for (uint64_t id = 1; id <= 2; ++id) write_64k(w, b, qb, a, id);  // the first switches b
   auto st = b->qp_stats(qb);
   REQUIRE(st.ok());
   CHECK(st->mode == QpMode::kLossy);
