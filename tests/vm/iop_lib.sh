@@ -67,12 +67,17 @@ pair() {
 	# shellcheck disable=SC2086
 	timeout "$to" $sns $sargs >/tmp/srv.out 2>&1 &
 	spid=$!
-	# PAIR_SLEEP: the head start of the server (the rdma_cm ones have no listener to wait for).
+	# PAIR_SLEEP: the head start of the server.
 	sleep "${PAIR_SLEEP:-2}"
-	# A server with an out-of-band TCP exchange (all but the rdma_cm ones) must listen
-	# before its client connects: on a loaded host 2 s were once not enough for it.
+	# The server must listen before its client connects: on a loaded host 2 s were once
+	# not enough for a TCP exchange, and once not for an rdma_cm listener (the client was
+	# rejected, reason 8: no such service ID). A TCP server listens on a socket; an rdma_cm
+	# server on a cm_id in state LISTEN (rdma resource show, as vm_rdmacm.sh waits).
 	case "$sargs" in
-	rping* | *" -R "*) ;;
+	rping* | *" -R "*)
+		comm=${sargs%% *}
+		wait_for 30 sh -c "$sns rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q 'comm $comm'" ||
+			echo "INFO $name: no listening cm_id of $comm after 30 s" ;;
 	*) wait_for 30 sh -c "$sns cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '\$4 == \"0A\" { f = 1 } END { exit !f }'" ||
 		echo "INFO $name: no TCP listener after 30 s" ;;
 	esac
