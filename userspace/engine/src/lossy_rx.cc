@@ -190,6 +190,18 @@ namespace {
 
 void passed(Qp& qp, uint32_t from);
 
+// Forgets what the window holds for PSN p: its bits, its slot and the
+// deferred request the slot held. The hole time outlives the slot (skew).
+void clear_psn(Lossy& l, uint32_t p) {
+  clr_psn_bit(l.have, p);
+  clr_psn_bit(l.lost, p);
+  clr_psn_bit(l.stale, p);
+  clr_psn_bit(l.report, p);
+  RxSlot& r = l.rxs[ring(p)];
+  if (r.action == RxSlot::kDeferred) l.deferred[r.deferred].used = false;
+  r = RxSlot{.hole_ns = r.hole_ns};
+}
+
 // A deferred READ request or atomic, now in order: the compatible executor
 // runs it from its saved headers (IBA 9.4 order of execution is kept).
 void run_deferred(Impl& e, Qp& qp, uint32_t p, const Deferred& d) {
@@ -212,14 +224,8 @@ void commit(Impl& e, Qp& qp) {
     const uint32_t p = qp.resp_psn;
     RxSlot& r = l.rxs[ring(p)];
     if (r.action == RxSlot::kDeferred) {
-      Deferred& slot = l.deferred[r.deferred];
-      const Deferred d = slot;
-      slot.used = false;
-      r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
-      clr_psn_bit(l.have, p);
-      clr_psn_bit(l.lost, p);
-      clr_psn_bit(l.stale, p);
-      clr_psn_bit(l.report, p);
+      const Deferred d = l.deferred[r.deferred];
+      clear_psn(l, p);
       run_deferred(e, qp, p, d);
       if (qp.state == QpState::kErr) return;
       l.gap_fires = 0;
@@ -250,11 +256,7 @@ void commit(Impl& e, Qp& qp) {
     } else if (r.action == RxSlot::kMsgLast) {
       qp.msn = psn_add(qp.msn, 1);
     }
-    r = RxSlot{.hole_ns = r.hole_ns};  // the hole time outlives the slot (skew)
-    clr_psn_bit(l.have, p);
-    clr_psn_bit(l.lost, p);
-    clr_psn_bit(l.stale, p);
-    clr_psn_bit(l.report, p);
+    clear_psn(l, p);
     qp.resp_psn = psn_add(p, 1);
     l.gap_fires = 0;
   }
@@ -268,13 +270,7 @@ void commit(Impl& e, Qp& qp) {
 void passed(Qp& qp, uint32_t from) {
   Lossy& l = qp.lossy;
   for (uint32_t p = from; p != qp.resp_psn && psn_diff(qp.resp_psn, p) > 0; p = psn_add(p, 1)) {
-    clr_psn_bit(l.have, p);
-    clr_psn_bit(l.lost, p);
-    clr_psn_bit(l.stale, p);
-    clr_psn_bit(l.report, p);
-    RxSlot& r = l.rxs[ring(p)];
-    if (r.action == RxSlot::kDeferred) l.deferred[r.deferred].used = false;  // a peer's overlap
-    r = RxSlot{.hole_ns = r.hole_ns};
+    clear_psn(l, p);  // a deferred request there: a peer's overlap
     if (psn_diff(p, from) >= static_cast<int32_t>(kLossyWindow)) break;
   }
 }
