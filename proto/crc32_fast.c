@@ -15,7 +15,9 @@
  *
  * The wide path (CPUs with VPCLMULQDQ and AVX-512F) runs step 1 on four
  * 512-bit registers, i.e. sixteen 128-bit lanes, 256 bytes per iteration,
- * then narrows to the 128-bit code. The copy variants store every 16 or 64
+ * then narrows to the 128-bit code. The 256-bit path (VPCLMULQDQ with AVX2
+ * and no AVX-512: AMD Zen 3, Intel Alder Lake) does the same on four AVX2
+ * registers, eight lanes, 128 bytes per iteration. The copy variants store every 16 or 64
  * bytes they load, so the CRC costs no second pass over the data
  * (sroce_crc32_copy, icrc.h).
  *
@@ -62,6 +64,9 @@
 /* fold 1024 bits: x^1056 mod P, x^992 mod P (33-bit reflected) */
 #define K_FOLD_1024_LO 0x1e88ef372ull
 #define K_FOLD_1024_HI 0x14a7fe880ull
+/* fold 768 bits: x^800 mod P, x^736 mod P (33-bit reflected) */
+#define K_FOLD_768_LO 0x0df068dc2ull
+#define K_FOLD_768_HI 0x18cb44e58ull
 /* final reduction: x^96 mod P, x^64 mod P (33-bit reflected) */
 #define K_REDUCE_96 0x0ccaa009eull
 #define K_REDUCE_64 0x163cd6124ull
@@ -395,6 +400,139 @@ WIDE_TARGET uint32_t sroce_crc32_copy_vpclmul(uint32_t crc, uint8_t *dst, const 
 	return fold_wide(crc, dst, src, len);
 }
 
+/* --- the 256-bit path: VPCLMULQDQ on AVX2 registers -------------------------- */
+
+/* CPUID.(EAX=07H,ECX=0):EBX AVX2; XCR0: the OS saves the SSE and AVX state. */
+#define CPUID7_EBX_AVX2 (1u << 5)
+#define XCR0_YMM_STATE 0x6u
+
+#define YMM_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1")))
+
+static int vpclmul256_state;
+
+int sroce_crc32_vpclmul256_supported(void)
+{
+	int s = __atomic_load_n(&vpclmul256_state, __ATOMIC_RELAXED);
+
+	if (s == 0) {
+		unsigned int eax, ebx, ecx, edx;
+
+		s = 1;
+		if (sroce_crc32_pclmul_supported() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+		    (ecx & CPUID1_ECX_OSXSAVE)) {
+			unsigned int xlo, xhi;
+
+			__asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+			(void)xhi;
+			if ((xlo & XCR0_YMM_STATE) == XCR0_YMM_STATE &&
+			    __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+			    (ebx & CPUID7_EBX_AVX2) && (ecx & CPUID7_ECX_VPCLMULQDQ))
+				s = 2;
+		}
+		__atomic_store_n(&vpclmul256_state, s, __ATOMIC_RELAXED);
+	}
+	return s == 2;
+}
+
+/* The same 33-bit pair in both 128-bit lanes. */
+static inline YMM_TARGET __m256i kpair2(unsigned long long lo, unsigned long long hi)
+{
+	return _mm256_broadcastsi128_si256(kpair(lo, hi));
+}
+
+/* fold() in each lane, XORed with `data`. */
+static inline YMM_TARGET __m256i fold2(__m256i x, __m256i k, __m256i data)
+{
+	return _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00),
+						 _mm256_clmulepi64_epi128(x, k, 0x11)),
+				data);
+}
+
+static inline YMM_TARGET __m256i load32(const uint8_t *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+static inline YMM_TARGET void store32(uint8_t *d, __m256i v)
+{
+	_mm256_storeu_si256((__m256i *)(void *)d, v);
+}
+
+/*
+ * Eight 128-bit lanes in four 256-bit registers, 128 bytes per step (each
+ * lane folds 1024 bits forward); then the registers into one (768, 512, 256
+ * bits), 32-byte blocks, its two lanes into one (128 bits), and fold_finish.
+ * len >= SROCE_CRC32_YMM_MIN.
+ */
+static inline ALWAYS_INLINE YMM_TARGET uint32_t fold_ymm(uint32_t crc, uint8_t *d, const uint8_t *p,
+							  size_t len)
+{
+	const uint8_t *const end = p + len;
+	__m256i v0 = load32(p), v1 = load32(p + 32), v2 = load32(p + 64), v3 = load32(p + 96);
+	if (d) {
+		store32(d, v0);
+		store32(d + 32, v1);
+		store32(d + 64, v2);
+		store32(d + 96, v3);
+		d += 128;
+	}
+	__m256i y0 = _mm256_xor_si256(v0, _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)crc)));
+	__m256i y1 = v1, y2 = v2, y3 = v3;
+	p += 128;
+
+	const __m256i k1024 = kpair2(K_FOLD_1024_LO, K_FOLD_1024_HI);
+	while ((size_t)(end - p) >= 128) {
+		v0 = load32(p);
+		v1 = load32(p + 32);
+		v2 = load32(p + 64);
+		v3 = load32(p + 96);
+		if (d) {
+			store32(d, v0);
+			store32(d + 32, v1);
+			store32(d + 64, v2);
+			store32(d + 96, v3);
+			d += 128;
+		}
+		y0 = fold2(y0, k1024, v0);
+		y1 = fold2(y1, k1024, v1);
+		y2 = fold2(y2, k1024, v2);
+		y3 = fold2(y3, k1024, v3);
+		p += 128;
+	}
+
+	const __m256i k256 = kpair2(K_FOLD_256_LO, K_FOLD_256_HI);
+	__m256i r = fold2(y0, kpair2(K_FOLD_768_LO, K_FOLD_768_HI),
+			  fold2(y1, kpair2(K_FOLD_512_LO, K_FOLD_512_HI), fold2(y2, k256, y3)));
+	while ((size_t)(end - p) >= 32) {
+		v0 = load32(p);
+		if (d) {
+			store32(d, v0);
+			d += 32;
+		}
+		r = fold2(r, k256, v0);
+		p += 32;
+	}
+
+	/* Lane 0 (the first 16 of the last 32 bytes) folds forward 128 bits onto lane 1. */
+	const __m128i x = _mm_xor_si128(fold(_mm256_castsi256_si128(r), kpair(K_FOLD_128_LO, K_FOLD_128_HI)),
+					_mm256_extracti128_si256(r, 1));
+	return fold_finish(x, p, end, d);
+}
+
+YMM_TARGET uint32_t sroce_crc32_update_vpclmul256(uint32_t crc, const uint8_t *p, size_t len)
+{
+	if (len < SROCE_CRC32_YMM_MIN)
+		return sroce_crc32_update_pclmul(crc, p, len);
+	return fold_ymm(crc, 0, p, len);
+}
+
+YMM_TARGET uint32_t sroce_crc32_copy_vpclmul256(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	if (len < SROCE_CRC32_YMM_MIN)
+		return sroce_crc32_copy_pclmul(crc, dst, src, len);
+	return fold_ymm(crc, dst, src, len);
+}
+
 #else /* !SROCE_CRC32_HAVE_PCLMUL */
 
 int sroce_crc32_pclmul_supported(void)
@@ -423,6 +561,21 @@ uint32_t sroce_crc32_update_vpclmul(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 uint32_t sroce_crc32_copy_vpclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	return sroce_crc32_copy_table(crc, dst, src, len);
+}
+
+int sroce_crc32_vpclmul256_supported(void)
+{
+	return 0;
+}
+
+uint32_t sroce_crc32_update_vpclmul256(uint32_t crc, const uint8_t *p, size_t len)
+{
+	return sroce_crc32_update_table(crc, p, len);
+}
+
+uint32_t sroce_crc32_copy_vpclmul256(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
 {
 	return sroce_crc32_copy_table(crc, dst, src, len);
 }

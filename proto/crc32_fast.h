@@ -10,6 +10,9 @@
  *   at run time from CPUID.
  * - vpclmul: the same folding on 512-bit registers (VPCLMULQDQ, AVX-512F),
  *   from SROCE_CRC32_WIDE_MIN bytes up, where CPUID and XCR0 allow it.
+ * - vpclmul256: the same on 256-bit registers (VPCLMULQDQ, AVX2), from
+ *   SROCE_CRC32_YMM_MIN bytes up, for CPUs with VPCLMULQDQ but no AVX-512
+ *   (AMD Zen 3, Intel Alder Lake client cores).
  * Each has a copy variant (sroce_crc32_copy_*): the CRC of what it copies, in
  * the same pass. The kernel (no SSE in kernel context without
  *   kernel_fpu_begin), BPF and other architectures compile the table path only.
@@ -36,6 +39,10 @@ extern "C" {
 /* Shortest input the wide path takes (four 64-byte registers). */
 #define SROCE_CRC32_WIDE_MIN 256
 
+/* Shortest input the 256-bit path takes (four 32-byte registers, then at
+ * least one more step). */
+#define SROCE_CRC32_YMM_MIN 256
+
 /* Slicing-by-8; any length. */
 uint32_t sroce_crc32_update_table(uint32_t crc, const uint8_t *p, size_t len);
 /* The same while copying `len` bytes from src to dst (no overlap). */
@@ -59,6 +66,15 @@ int sroce_crc32_vpclmul_supported(void);
  * Call only when sroce_crc32_vpclmul_supported(). */
 uint32_t sroce_crc32_update_vpclmul(uint32_t crc, const uint8_t *p, size_t len);
 uint32_t sroce_crc32_copy_vpclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len);
+
+/* Nonzero when this build has the 256-bit path and the CPU and OS run it
+ * (CPUID.07H: AVX2 and VPCLMULQDQ; XCR0: YMM state enabled). Cached. */
+int sroce_crc32_vpclmul256_supported(void);
+
+/* The 256-bit path for len >= SROCE_CRC32_YMM_MIN, the PCLMULQDQ one below.
+ * Call only when sroce_crc32_vpclmul256_supported(). */
+uint32_t sroce_crc32_update_vpclmul256(uint32_t crc, const uint8_t *p, size_t len);
+uint32_t sroce_crc32_copy_vpclmul256(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,14 +1,16 @@
-// bench_crc32: CRC-32 throughput of the table, PCLMULQDQ and 512-bit VPCLMULQDQ paths
+// bench_crc32: CRC-32 throughput of the table, PCLMULQDQ, 512- and 256-bit VPCLMULQDQ paths
 // beside memcpy, and the copy-and-CRC of one pass (sroce_crc32_copy) beside a memcpy
 // followed by a CRC (two passes), measured in the same run so that the ratios mean
 // something on a shared, noisy machine. Prints one JSON line:
 //
-//   {"bench":"crc32","pclmul":true,"vpclmul":true,"sizes":[64,1024,4096,65536],
-//    "table_gbps":[...],"pclmul_gbps":[...],"vpclmul_gbps":[...],"memcpy_gbps":[...],
+//   {"bench":"crc32","pclmul":true,"vpclmul":true,"vpclmul256":true,"sizes":[64,1024,4096,65536],
+//    "table_gbps":[...],"pclmul_gbps":[...],"vpclmul_gbps":[...],"vpclmul256_gbps":[...],
+//    "memcpy_gbps":[...],
 //    "copy_crc_gbps":[...],"memcpy_then_crc_gbps":[...],
 //    "pclmul_over_table":[...],"pclmul_over_memcpy":[...],"fused_over_two_pass":[...]}
 //
-// vpclmul_gbps is 0 where the CPU lacks it (below 256 bytes it is the PCLMULQDQ path);
+// vpclmul_gbps and vpclmul256_gbps are 0 where the CPU lacks the path (below 256 bytes each
+// is the PCLMULQDQ path);
 // copy_crc and memcpy_then_crc use the dispatching entry points (sroce_crc32_copy,
 // memcpy + sroce_crc32_update), the ones the engine calls.
 // GB/s is 1e9 bytes of input per second (for memcpy, bytes copied). Each
@@ -78,10 +80,11 @@ std::string json_list(const std::vector<double>& v) {
 int main() {
   const bool fast = sroce_crc32_pclmul_supported() != 0;
   const bool wide = sroce_crc32_vpclmul_supported() != 0;
+  const bool ymm = sroce_crc32_vpclmul256_supported() != 0;
   std::vector<uint8_t> src(65536), dst(65536);
   for (size_t i = 0; i < src.size(); i++) src[i] = (uint8_t)(i * 131 + 7);
 
-  std::vector<double> table, pclmul, vpclmul, copy, copy_crc, two_pass, over_table, over_copy,
+  std::vector<double> table, pclmul, vpclmul, vpclmul256, copy, copy_crc, two_pass, over_table, over_copy,
       fused_over;
   uint32_t sink = 0;
   for (size_t n : kSizes) {
@@ -99,6 +102,11 @@ int main() {
       sink ^= sroce_crc32_update_vpclmul(sink, src.data(), n);
     })
                            : 0.0);
+    vpclmul256.push_back(ymm ? best_gbps(n, [&] {
+      clobber(src.data());
+      sink ^= sroce_crc32_update_vpclmul256(sink, src.data(), n);
+    })
+                             : 0.0);
     copy.push_back(best_gbps(n, [&] {
       std::memcpy(dst.data(), src.data(), n);
       clobber(dst.data());
@@ -125,12 +133,13 @@ int main() {
   }
   sizes += ']';
   std::printf(
-      "{\"bench\":\"crc32\",\"pclmul\":%s,\"vpclmul\":%s,\"sizes\":%s,\"table_gbps\":%s,"
-      "\"pclmul_gbps\":%s,\"vpclmul_gbps\":%s,\"memcpy_gbps\":%s,\"copy_crc_gbps\":%s,"
+      "{\"bench\":\"crc32\",\"pclmul\":%s,\"vpclmul\":%s,\"vpclmul256\":%s,\"sizes\":%s,"
+      "\"table_gbps\":%s,\"pclmul_gbps\":%s,\"vpclmul_gbps\":%s,\"vpclmul256_gbps\":%s,\"memcpy_gbps\":%s,\"copy_crc_gbps\":%s,"
       "\"memcpy_then_crc_gbps\":%s,\"pclmul_over_table\":%s,\"pclmul_over_memcpy\":%s,"
       "\"fused_over_two_pass\":%s,\"sink\":%u}\n",
-      fast ? "true" : "false", wide ? "true" : "false", sizes.c_str(), json_list(table).c_str(),
-      json_list(pclmul).c_str(), json_list(vpclmul).c_str(), json_list(copy).c_str(),
+      fast ? "true" : "false", wide ? "true" : "false", ymm ? "true" : "false", sizes.c_str(),
+      json_list(table).c_str(), json_list(pclmul).c_str(), json_list(vpclmul).c_str(),
+      json_list(vpclmul256).c_str(), json_list(copy).c_str(),
       json_list(copy_crc).c_str(), json_list(two_pass).c_str(), json_list(over_table).c_str(),
       json_list(over_copy).c_str(), json_list(fused_over).c_str(), (unsigned)sink);
   return 0;

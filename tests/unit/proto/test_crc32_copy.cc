@@ -44,7 +44,8 @@ std::vector<Impl> impls() {
   return {{"dispatch", sroce_crc32_copy, true},
           {"table", sroce_crc32_copy_table, true},
           {"pclmul", sroce_crc32_copy_pclmul, sroce_crc32_pclmul_supported() != 0},
-          {"vpclmul", sroce_crc32_copy_vpclmul, sroce_crc32_vpclmul_supported() != 0}};
+          {"vpclmul", sroce_crc32_copy_vpclmul, sroce_crc32_vpclmul_supported() != 0},
+          {"vpclmul256", sroce_crc32_copy_vpclmul256, sroce_crc32_vpclmul256_supported() != 0}};
 }
 
 constexpr size_t kGuard = 64;

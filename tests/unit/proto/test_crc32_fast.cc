@@ -49,6 +49,7 @@ void check_all(const Bytes& src, size_t off, size_t n, uint32_t seed) {
   REQUIRE(sroce_crc32_update(seed, p, n) == want);
   if (sroce_crc32_pclmul_supported()) REQUIRE(sroce_crc32_update_pclmul(seed, p, n) == want);
   if (sroce_crc32_vpclmul_supported()) REQUIRE(sroce_crc32_update_vpclmul(seed, p, n) == want);
+  if (sroce_crc32_vpclmul256_supported()) REQUIRE(sroce_crc32_update_vpclmul256(seed, p, n) == want);
 }
 
 Bytes random_bytes(std::mt19937& rng, size_t n) {
@@ -68,6 +69,7 @@ TEST_CASE("CPUID probe agrees with the compiler's and the fast path is built her
 #endif
   if (!sroce_crc32_pclmul_supported()) WARN("no PCLMULQDQ here: only the table path is tested");
   if (!sroce_crc32_vpclmul_supported()) WARN("no VPCLMULQDQ/AVX-512 here: the wide path is not tested");
+  if (!sroce_crc32_vpclmul256_supported()) WARN("no VPCLMULQDQ/AVX2 here: the 256-bit path is not tested");
 }
 
 TEST_CASE("wide-path CPUID probe agrees with the compiler's", "[proto][crc]") {
@@ -81,10 +83,22 @@ TEST_CASE("wide-path CPUID probe agrees with the compiler's", "[proto][crc]") {
 #endif
 }
 
+TEST_CASE("256-bit-path CPUID probe agrees with the compiler's", "[proto][crc]") {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") &&
+                   cpu_has_pclmul();
+  CHECK((sroce_crc32_vpclmul256_supported() != 0) == (SROCE_CRC32_HAVE_PCLMUL && cpu));
+#else
+  CHECK(sroce_crc32_vpclmul256_supported() == 0);
+#endif
+}
+
 TEST_CASE("fast CRC-32 equals tables and bit-by-bit at every length 0..1024", "[proto][crc]") {
   std::mt19937 rng(0x1c5c);
   const Bytes src = random_bytes(rng, 1024);
-  // (Up to 1024: every remainder of the wide path's 256-byte steps and 64-byte blocks too.)
+  // (Up to 1024: every remainder of the wide path's 256-byte steps and 64-byte blocks, and of
+  // the 256-bit path's 128-byte steps and 32-byte blocks, too.)
   for (size_t n = 0; n <= 1024; n++) {
     // Offset 0 (allocation start) and three random misalignments up to 63.
     check_all(src, 0, n, (uint32_t)rng());
@@ -113,6 +127,7 @@ TEST_CASE("fast CRC-32 on all-zero and all-ones data", "[proto][crc]") {
   const Bytes zeros(4096, 0);
   if (sroce_crc32_pclmul_supported()) CHECK(sroce_crc32_update_pclmul(0, zeros.data(), 4096) == 0);
   if (sroce_crc32_vpclmul_supported()) CHECK(sroce_crc32_update_vpclmul(0, zeros.data(), 4096) == 0);
+  if (sroce_crc32_vpclmul256_supported()) CHECK(sroce_crc32_update_vpclmul256(0, zeros.data(), 4096) == 0);
 }
 
 TEST_CASE("fast CRC-32 chains across lane, block and tail boundaries", "[proto][crc]") {
