@@ -335,6 +335,7 @@ Result<Config> parse_config(std::string_view text, std::string_view source, cons
   r.string("datapath.kind", c.datapath.kind, {"udp", "dpdk"});
   r.integer("datapath.port", c.datapath.port, 1, 65535);
   r.boolean("datapath.gso", c.datapath.gso);
+  r.boolean("datapath.send_zc", c.datapath.send_zc);
   r.boolean("datapath.gro", c.datapath.gro);
   r.integer("datapath.batch", c.datapath.batch, 1, 1024);
   r.integer("datapath.rx_buffers", c.datapath.rx_buffers, 1, 1024);

@@ -48,6 +48,11 @@ struct Config {
     std::string kind = "udp";
     uint16_t port = 4791;        // RoCEv2 well-known port (Annex A17.2.1)
     bool gso = true;             // UDP_SEGMENT on send
+    // io_uring zero-copy sends (IORING_OP_SENDMSG_ZC) for sends of kZcMinBytes and more:
+    // the kernel sends from sroced's buffer instead of copying it, and the buffer is
+    // reused only after the kernel's notification. Off: over veth the kernel copies
+    // anyway (docs/performance.md, "io_uring zero-copy send").
+    bool send_zc = false;
     bool gro = true;             // UDP_GRO on receive
     uint32_t batch = 64;         // packets per rx/tx burst
     uint32_t rx_buffers = 16;    // receives kept posted in io_uring

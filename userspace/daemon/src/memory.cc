@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "copy.h"
 #include "proto/icrc.h"
 
 namespace sroce::daemon {
@@ -211,13 +212,13 @@ ProcessMemory::Owner* ProcessMemory::check(uint64_t addr, size_t len) {
 
 namespace {
 
-// memcpy, or with `crc` the copy and its CRC in one pass (read_mr_crc).
+// A copy (copy.h), or with `crc` the copy and its CRC in one pass (read_mr_crc).
 inline void copy_out(std::span<std::byte> out, const std::byte* from, uint32_t* crc) {
   if (crc)
     *crc = sroce_crc32_copy(*crc, reinterpret_cast<uint8_t*>(out.data()),
                             reinterpret_cast<const uint8_t*>(from), out.size());
   else
-    memcpy(out.data(), from, out.size());
+    copy_bytes(out.data(), from, out.size());
 }
 
 }  // namespace
@@ -281,14 +282,14 @@ bool ProcessMemory::write_via(bool keyed, uint32_t lkey, uint64_t addr,
       ++stats_.refused;
       return false;
     }
-    memcpy(at, in.data(), in.size());
+    copy_bytes(at, in.data(), in.size());
   } else if (std::byte* sh =
                  o->maps.empty() ? nullptr : mapped_at(*o, keyed, lkey, va, in.size(), true)) {
     // After every staged write of this context (a later pwrite must not overwrite it), and
     // no window may keep the old bytes.
     if (stage_iovs_ != 0 && stage_tag_ == tag) flush_writes();
     drop_windows(tag, va, in.size());
-    memcpy(sh, in.data(), in.size());
+    copy_bytes(sh, in.data(), in.size());
     stats_.shared_bytes += in.size();
   } else {
     drop_windows(tag, va, in.size());
@@ -364,7 +365,7 @@ bool ProcessMemory::stage_write(uint16_t tag, uint64_t va, std::span<const std::
     flush_writes();
   if (!stage_mem_) stage_mem_ = std::make_unique<std::byte[]>(kStageBytes);
   std::byte* at = stage_mem_.get() + stage_len_;
-  memcpy(at, in.data(), len);
+  copy_bytes(at, in.data(), len);
   stage_len_ += len;
   stage_tag_ = tag;
   if (stage_iovs_ != 0 && extends()) {

@@ -16,6 +16,16 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "copy.h"
+
+// Zero-copy usage reporting (Linux 6.2 uapi; liburing 2.3's copy of the header predates it).
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
 namespace sroce::daemon {
 
 namespace {
@@ -322,6 +332,30 @@ bool UdpDatapath::reap() {
         }
       } else if ((ud & ~0xffffffffull) == kTxTag) {
         TxSlot& s = tx_[idx];
+        const unsigned flags = cqes[i]->flags;
+        if (flags & IORING_CQE_F_NOTIF) {
+          // A zero-copy send's second completion: the kernel let go of the buffer.
+          if (static_cast<uint32_t>(res) & IORING_NOTIF_USAGE_ZC_COPIED) ++zc_copied_;
+          s.zc_notif = false;
+          tx_done(idx, s.zc_requeue);
+          continue;
+        }
+        // Until a zero-copy send's notification (IORING_CQE_F_MORE says one follows) the
+        // kernel may still read the buffer: what this completion decides waits for it.
+        const bool notif = (flags & IORING_CQE_F_MORE) != 0;
+        if (s.zc && (res == -EINVAL || res == -EOPNOTSUPP) && !zc_refused_ && !s.labelled) {
+          // A kernel (or socket) without zero-copy sends: plain ones from now on.
+          spdlog::warn("sroced: the kernel refuses io_uring zero-copy sends ({}); datapath.send_zc is off from now on",
+                       std::strerror(-res));
+          zc_refused_ = true;
+          s.zc_requeue = true;
+          if (notif) {
+            s.zc_notif = true;
+          } else {
+            tx_done(idx, true);
+          }
+          continue;
+        }
         if (res == -EINVAL && s.labelled) {
           // A named flow label refused: an exclusive lease exists in this namespace
           // (fl6_sock_lookup). Resend without a label; the ICRC masks the label
@@ -331,8 +365,12 @@ bool UdpDatapath::reap() {
                          "exclusive label lease); IPv6 packets leave with automatic labels from now on");
           flow_labels_refused_ = true;
           ++flow_label_refused_;
-          --tx_inflight_;
-          tx_queued_[tx_queued_count_++] = idx;
+          s.zc_requeue = true;
+          if (notif) {
+            s.zc_notif = true;
+          } else {
+            tx_done(idx, true);
+          }
           continue;
         }
         if (res < 0) {
@@ -345,13 +383,26 @@ bool UdpDatapath::reap() {
           p.tx_bytes += s.len;
           ++p.tx_sends;
         }
-        --tx_inflight_;
-        tx_free_[tx_free_count_++] = idx;
+        s.zc_requeue = false;
+        if (notif) {
+          s.zc_notif = true;
+        } else {
+          tx_done(idx, false);
+        }
       }
     }
     io_uring_cq_advance(&ring_, got);
   }
   return progressed;
+}
+
+void UdpDatapath::tx_done(uint32_t idx, bool requeue) {
+  --tx_inflight_;
+  if (requeue) {
+    tx_queued_[tx_queued_count_++] = idx;
+  } else {
+    tx_free_[tx_free_count_++] = idx;
+  }
 }
 
 size_t UdpDatapath::rx_burst(std::span<RxPacket> out) {
@@ -600,7 +651,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     TxSlot& o = tx_[tx_open_[i]];
     if (o.nsegs == 0 || !(o.key == key)) continue;
     if (slot_can_append(o) && len <= o.seg) {
-      memcpy(o.buf.get() + o.len, src, len);
+      copy_bytes(o.buf.get() + o.len, src, len);
       if (v4) set_segment_id(o.buf.get() + o.len, len, o.nsegs);
       o.len += len;
       ++o.nsegs;
@@ -614,7 +665,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   int target = wi;
   if (w.nsegs > 0) {
     target = open_slot();  // tx_buffer() kept a free slot for this
-    memcpy(tx_[target].buf.get(), src, len);
+    copy_bytes(tx_[target].buf.get(), src, len);
   }
   tx_write_ = target;
   TxSlot& t = tx_[target];
@@ -707,7 +758,15 @@ void UdpDatapath::send_queued() {
       sqes_pending_ = 0;
       sqe = io_uring_get_sqe(&ring_);
     }
-    io_uring_prep_sendmsg(sqe, port_fd_[s.port_index], &s.msg, 0);
+    s.zc = cfg_.send_zc && !zc_refused_ && s.len >= kZcMinBytes;
+    s.zc_requeue = false;
+    if (s.zc) {
+      io_uring_prep_sendmsg_zc(sqe, port_fd_[s.port_index], &s.msg, 0);
+      sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;  // the notification says whether it copied
+      ++zc_sends_;
+    } else {
+      io_uring_prep_sendmsg(sqe, port_fd_[s.port_index], &s.msg, 0);
+    }
     io_uring_sqe_set_data64(sqe, kTxTag | idx);
     ++sqes_pending_;
     ++tx_inflight_;
@@ -724,7 +783,11 @@ bool UdpDatapath::poll() {
 }
 
 std::string UdpDatapath::stats_json() const {
-  return nlohmann::json{{"flow_label_refused", flow_label_refused_}, {"flow_labels_named", !flow_labels_refused_}}
+  return nlohmann::json{{"flow_label_refused", flow_label_refused_},
+                        {"flow_labels_named", !flow_labels_refused_},
+                        {"zc_sends", zc_sends_},
+                        {"zc_copied", zc_copied_},
+                        {"zc_on", cfg_.send_zc && !zc_refused_}}
       .dump();
 }
 

@@ -58,6 +58,9 @@ class UdpDatapath final : public Datapath {
   int wait_fd() const override { return event_fd_; }
   bool has_pending() override;
   bool rx_more() override;
+  // Zero-copy sends (datapath.send_zc): made, and of them copied by the kernel anyway.
+  uint64_t zc_sends() const { return zc_sends_; }
+  uint64_t zc_copied() const { return zc_copied_; }
   const DatapathStats& stats() const override { return stats_; }
   std::span<const PortStats> port_stats() const override { return {ports_.data(), port_count_}; }
 
@@ -70,6 +73,9 @@ class UdpDatapath final : public Datapath {
 
   // Largest UDP payload of one GSO send (65535 - IPv4 - UDP headers).
   static constexpr size_t kGsoMaxBytes = 65535 - 20 - 8;
+  // Zero-copy sends (send_zc) from this size up: below it the copy is cheaper than the
+  // page pinning and the notification.
+  static constexpr size_t kZcMinBytes = 16384;
   static constexpr uint32_t kGsoMaxSegments = 64;  // UDP_MAX_SEGMENTS on older kernels
 
  private:
@@ -109,6 +115,9 @@ class UdpDatapath final : public Datapath {
     bool closed = false;   // a shorter final segment was added, or full
     uint32_t port_index = 0;
     bool labelled = false;  // the send named key.flow_label (IPv6)
+    bool zc = false;        // sent with IORING_OP_SENDMSG_ZC
+    bool zc_notif = false;  // its completion came; the kernel's notification is still due
+    bool zc_requeue = false;  // once the notification comes: send again, not free
   };
 
   explicit UdpDatapath(const Config::Datapath& cfg);
@@ -118,6 +127,7 @@ class UdpDatapath final : public Datapath {
   bool rx_starved() const;  // a socket has no receive posted
   void parse_rx(RxSlot& s, int res);
   bool reap();
+  void tx_done(uint32_t idx, bool requeue);  // the kernel is done with slot idx
   int open_tx_port(const Gid& src, uint16_t sport);  // index into ports_, or -1
   int find_tx_port(const Gid& src, uint16_t sport);
   int open_socket6(const Gid& src, uint16_t sport);
@@ -167,6 +177,9 @@ class UdpDatapath final : public Datapath {
   std::vector<Gid> port_src_;          // per ports_ entry: its source address
   int fallback6_port_ = -1;            // the IPv6 socket's entry, like fallback_port_
   uint64_t flow_label_refused_ = 0;    // labelled sends the kernel refused (resent unlabelled)
+  uint64_t zc_sends_ = 0;   // sends made with IORING_OP_SENDMSG_ZC
+  uint64_t zc_copied_ = 0;  // of them, ones the kernel copied anyway (its notification says so)
+  bool zc_refused_ = false;  // the kernel refused a zero-copy send: plain sends from then on
   bool flow_labels_refused_ = false;   // since the first refusal: name no label
 
   sroce_icrc_id_cache tx_ids_{};  // L_len per packet length, for set_segment_id()
