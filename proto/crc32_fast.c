@@ -244,17 +244,33 @@ static inline ALWAYS_INLINE FOLD_TARGET uint32_t fold_lanes(uint32_t crc, uint8_
 	return fold_finish(r, p, end, d);
 }
 
+/* One register, 16-byte blocks; SROCE_CRC32_SHORT_MIN <= len (< SROCE_CRC32_FOLD_MIN). */
+static inline ALWAYS_INLINE FOLD_TARGET uint32_t fold_short(uint32_t crc, uint8_t *d, const uint8_t *p,
+							     size_t len)
+{
+	const __m128i v = load16(p);
+	if (d) {
+		store16(d, v);
+		d += 16;
+	}
+	return fold_finish(_mm_xor_si128(v, _mm_cvtsi32_si128((int)crc)), p + 16, p + len, d);
+}
+
 FOLD_TARGET uint32_t sroce_crc32_update_pclmul(uint32_t crc, const uint8_t *p, size_t len)
 {
-	if (len < SROCE_CRC32_FOLD_MIN)
+	if (len < SROCE_CRC32_SHORT_MIN)
 		return sroce_crc32_update_table(crc, p, len);
+	if (len < SROCE_CRC32_FOLD_MIN)
+		return fold_short(crc, 0, p, len);
 	return fold_lanes(crc, 0, p, len);
 }
 
 FOLD_TARGET uint32_t sroce_crc32_copy_pclmul(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
 {
-	if (len < SROCE_CRC32_FOLD_MIN)
+	if (len < SROCE_CRC32_SHORT_MIN)
 		return sroce_crc32_copy_table(crc, dst, src, len);
+	if (len < SROCE_CRC32_FOLD_MIN)
+		return fold_short(crc, dst, src, len);
 	return fold_lanes(crc, dst, src, len);
 }
 
@@ -269,6 +285,25 @@ FOLD_TARGET uint32_t sroce_crc32_copy_pclmul(uint32_t crc, uint8_t *dst, const u
 
 #define WIDE_TARGET __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.1")))
 
+/* 2 when PCLMULQDQ is there, the OS saves the register state `xcr0` names (XCR0) and CPUID
+ * leaf 7 reports VPCLMULQDQ and `ebx7` (AVX512F or AVX2); else 1. */
+static int probe_vpclmul(unsigned int ebx7, unsigned int xcr0)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	if (!sroce_crc32_pclmul_supported() || !__get_cpuid(1, &eax, &ebx, &ecx, &edx) ||
+	    !(ecx & CPUID1_ECX_OSXSAVE))
+		return 1;
+	unsigned int xlo, xhi;
+
+	__asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+	(void)xhi;
+	if ((xlo & xcr0) == xcr0 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+	    (ebx & ebx7) && (ecx & CPUID7_ECX_VPCLMULQDQ))
+		return 2;
+	return 1;
+}
+
 static int vpclmul_state;
 
 int sroce_crc32_vpclmul_supported(void)
@@ -276,20 +311,7 @@ int sroce_crc32_vpclmul_supported(void)
 	int s = __atomic_load_n(&vpclmul_state, __ATOMIC_RELAXED);
 
 	if (s == 0) {
-		unsigned int eax, ebx, ecx, edx;
-
-		s = 1;
-		if (sroce_crc32_pclmul_supported() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
-		    (ecx & CPUID1_ECX_OSXSAVE)) {
-			unsigned int xlo, xhi;
-
-			__asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-			(void)xhi;
-			if ((xlo & XCR0_ZMM_STATE) == XCR0_ZMM_STATE &&
-			    __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
-			    (ebx & CPUID7_EBX_AVX512F) && (ecx & CPUID7_ECX_VPCLMULQDQ))
-				s = 2;
-		}
+		s = probe_vpclmul(CPUID7_EBX_AVX512F, XCR0_ZMM_STATE);
 		__atomic_store_n(&vpclmul_state, s, __ATOMIC_RELAXED);
 	}
 	return s == 2;
@@ -415,20 +437,7 @@ int sroce_crc32_vpclmul256_supported(void)
 	int s = __atomic_load_n(&vpclmul256_state, __ATOMIC_RELAXED);
 
 	if (s == 0) {
-		unsigned int eax, ebx, ecx, edx;
-
-		s = 1;
-		if (sroce_crc32_pclmul_supported() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
-		    (ecx & CPUID1_ECX_OSXSAVE)) {
-			unsigned int xlo, xhi;
-
-			__asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-			(void)xhi;
-			if ((xlo & XCR0_YMM_STATE) == XCR0_YMM_STATE &&
-			    __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
-			    (ebx & CPUID7_EBX_AVX2) && (ecx & CPUID7_ECX_VPCLMULQDQ))
-				s = 2;
-		}
+		s = probe_vpclmul(CPUID7_EBX_AVX2, XCR0_YMM_STATE);
 		__atomic_store_n(&vpclmul256_state, s, __ATOMIC_RELAXED);
 	}
 	return s == 2;

@@ -77,8 +77,8 @@ uint32_t sroce_crc32_copy_table(uint32_t crc, uint8_t *dst, const uint8_t *src, 
  * PCLMULQDQ folding (crc32_fast.c) where the build and the CPU have it, from
  * 64 bytes up: 6-7x the tables on 1-64 KiB (bench_crc32); from 256 bytes the
  * 512-bit VPCLMULQDQ path where the CPU has that, else the 256-bit one where
- * it has VPCLMULQDQ with AVX2 only. The ICRC's pseudo header
- * (40-60 bytes) stays on the tables, the payload after it folds.
+ * it has VPCLMULQDQ with AVX2 only. From 16 to 63 bytes (the ICRC's pseudo
+ * header is 40-60) one register folds; the tables take what is shorter.
  */
 uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len)
 {
@@ -87,7 +87,7 @@ uint32_t sroce_crc32_update(uint32_t crc, const uint8_t *p, size_t len)
 		return sroce_crc32_update_vpclmul(crc, p, len);
 	if (len >= SROCE_CRC32_YMM_MIN && sroce_crc32_vpclmul256_supported())
 		return sroce_crc32_update_vpclmul256(crc, p, len);
-	if (len >= SROCE_CRC32_FOLD_MIN && sroce_crc32_pclmul_supported())
+	if (len >= SROCE_CRC32_SHORT_MIN && sroce_crc32_pclmul_supported())
 		return sroce_crc32_update_pclmul(crc, p, len);
 #endif
 	return sroce_crc32_update_table(crc, p, len);
@@ -100,7 +100,7 @@ uint32_t sroce_crc32_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t
 		return sroce_crc32_copy_vpclmul(crc, dst, src, len);
 	if (len >= SROCE_CRC32_YMM_MIN && sroce_crc32_vpclmul256_supported())
 		return sroce_crc32_copy_vpclmul256(crc, dst, src, len);
-	if (len >= SROCE_CRC32_FOLD_MIN && sroce_crc32_pclmul_supported())
+	if (len >= SROCE_CRC32_SHORT_MIN && sroce_crc32_pclmul_supported())
 		return sroce_crc32_copy_pclmul(crc, dst, src, len);
 #endif
 	return sroce_crc32_copy_table(crc, dst, src, len);

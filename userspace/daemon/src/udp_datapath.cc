@@ -343,17 +343,20 @@ bool UdpDatapath::reap() {
         // Until a zero-copy send's notification (IORING_CQE_F_MORE says one follows) the
         // kernel may still read the buffer: what this completion decides waits for it.
         const bool notif = (flags & IORING_CQE_F_MORE) != 0;
+        auto settle = [&](bool requeue) {  // free the slot, or send it again
+          s.zc_requeue = requeue;
+          if (notif) {
+            s.zc_notif = true;
+          } else {
+            tx_done(idx, requeue);
+          }
+        };
         if (s.zc && (res == -EINVAL || res == -EOPNOTSUPP) && !zc_refused_ && !s.labelled) {
           // A kernel (or socket) without zero-copy sends: plain ones from now on.
           spdlog::warn("sroced: the kernel refuses io_uring zero-copy sends ({}); datapath.send_zc is off from now on",
                        std::strerror(-res));
           zc_refused_ = true;
-          s.zc_requeue = true;
-          if (notif) {
-            s.zc_notif = true;
-          } else {
-            tx_done(idx, true);
-          }
+          settle(true);
           continue;
         }
         if (res == -EINVAL && s.labelled) {
@@ -365,12 +368,7 @@ bool UdpDatapath::reap() {
                          "exclusive label lease); IPv6 packets leave with automatic labels from now on");
           flow_labels_refused_ = true;
           ++flow_label_refused_;
-          s.zc_requeue = true;
-          if (notif) {
-            s.zc_notif = true;
-          } else {
-            tx_done(idx, true);
-          }
+          settle(true);
           continue;
         }
         if (res < 0) {
@@ -383,12 +381,7 @@ bool UdpDatapath::reap() {
           p.tx_bytes += s.len;
           ++p.tx_sends;
         }
-        s.zc_requeue = false;
-        if (notif) {
-          s.zc_notif = true;
-        } else {
-          tx_done(idx, false);
-        }
+        settle(false);
       }
     }
     io_uring_cq_advance(&ring_, got);
