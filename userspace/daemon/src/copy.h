@@ -5,9 +5,10 @@
 // MOVSB is 20-30x slower when the destination is 1..31 bytes ahead of the
 // source modulo 4 KiB: a 4 KiB copy takes 1.4 us instead of 50-70 ns
 // (measured on the EPYC this project's CI runs on, every offset 0..4095,
-// docs/performance.md; a known erratum-like behaviour, Ubuntu's glibc bug
-// 2030515; GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold also avoids it,
-// but only for a program started with it). A
+// docs/performance.md; lunnova.dev/articles/ryzen-slow-short-rep-mov
+// reports the 20x on Zen 3 for a destination 15 bytes off alignment;
+// GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold also avoids it, but only
+// for a program started with it). A
 // daemon hits it all the time: a GSO send buffer from malloc starts 16 bytes
 // into a page, the first packet's payload 12 bytes after that, and the
 // application's buffer is page aligned. Such copies go in 2 KiB pieces,
