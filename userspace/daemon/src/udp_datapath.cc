@@ -336,7 +336,6 @@ bool UdpDatapath::reap() {
         if (flags & IORING_CQE_F_NOTIF) {
           // A zero-copy send's second completion: the kernel let go of the buffer.
           if (static_cast<uint32_t>(res) & IORING_NOTIF_USAGE_ZC_COPIED) ++zc_copied_;
-          s.zc_notif = false;
           tx_done(idx, s.zc_requeue);
           continue;
         }
@@ -344,12 +343,8 @@ bool UdpDatapath::reap() {
         // kernel may still read the buffer: what this completion decides waits for it.
         const bool notif = (flags & IORING_CQE_F_MORE) != 0;
         auto settle = [&](bool requeue) {  // free the slot, or send it again
-          s.zc_requeue = requeue;
-          if (notif) {
-            s.zc_notif = true;
-          } else {
-            tx_done(idx, requeue);
-          }
+          s.zc_requeue = requeue;  // read by the notification, when one follows
+          if (!notif) tx_done(idx, requeue);
         };
         if (s.zc && (res == -EINVAL || res == -EOPNOTSUPP) && !zc_refused_ && !s.labelled) {
           // A kernel (or socket) without zero-copy sends: plain ones from now on.
@@ -752,7 +747,6 @@ void UdpDatapath::send_queued() {
       sqe = io_uring_get_sqe(&ring_);
     }
     s.zc = cfg_.send_zc && !zc_refused_ && s.len >= kZcMinBytes;
-    s.zc_requeue = false;
     if (s.zc) {
       io_uring_prep_sendmsg_zc(sqe, port_fd_[s.port_index], &s.msg, 0);
       sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;  // the notification says whether it copied

@@ -116,7 +116,6 @@ class UdpDatapath final : public Datapath {
     uint32_t port_index = 0;
     bool labelled = false;  // the send named key.flow_label (IPv6)
     bool zc = false;        // sent with IORING_OP_SENDMSG_ZC
-    bool zc_notif = false;  // its completion came; the kernel's notification is still due
     bool zc_requeue = false;  // once the notification comes: send again, not free
   };
 
