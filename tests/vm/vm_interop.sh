@@ -168,8 +168,8 @@ if command -v sroce-datacheck >/dev/null; then
 fi
 
 echo "== rdma_cm (QP1 MADs between rdma_rxe and rdma_sroce)"
-pair "rping -V sroce server" 90 sroce "rping -s -a $SRO_V4 -C 5 -S 1024" "rping -c -V -C 5 -S 1024 -a"
-pair "rping -V rxe server" 90 rxe "rping -s -a $RXE_V4 -C 5 -S 1024" "rping -c -V -C 5 -S 1024 -a"
+pair "rping -V sroce server" 90 sroce "rping -s -a $SRO_V4 -C 5 -S 1024" "rping -c -V -v -C 5 -S 1024 -a"
+pair "rping -V rxe server" 90 rxe "rping -s -a $RXE_V4 -C 5 -S 1024" "rping -c -V -v -C 5 -S 1024 -a"
 pair "ib_send_bw -R rxe->sroce" 120 sroce "ib_send_bw -R -d sroce0 -F -s 16384 -n 20" "ib_send_bw -R -d rxe0 -F -s 16384 -n 20"
 pair "ib_send_bw -R sroce->rxe" 120 rxe "ib_send_bw -R -d rxe0 -F -s 16384 -n 20" "ib_send_bw -R -d sroce0 -F -s 16384 -n 20"
 
