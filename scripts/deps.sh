@@ -15,6 +15,8 @@ PACKAGES=(
   tshark python3-scapy python3-matplotlib python3-pyflakes bpftool llvm iproute2
   # profiles of sroced and of the simulator at scale (docs/performance.md, docs/sim.md)
   linux-perf
+  # the backtraces of a hung MPI rank that the MPI test's watchdog prints (tests/e2e/mpi)
+  gdb
   # unchanged RDMA programs run across sroce in the tests
   ibverbs-utils perftest rdma-core python3-pyverbs ibverbs-providers rdmacm-utils librdmacm-dev
   # real clients across sroce (docs/clients.md): UCX, Open MPI (pml ucx), qperf

@@ -35,6 +35,13 @@ watchdog() {
     echo "mpi.sh: $h QPs after 270 s:"
     "$sroce_cli" qps --json --socket "$state/$h.sock" 2>&1
   done
+  # Where each rank is: all its threads' stacks (the UCX progress and wireup frames).
+  command -v gdb >/dev/null || { echo "mpi.sh: no gdb, no rank backtraces"; return; }
+  for pid in $(pgrep -x "$(basename "$prog" | cut -c1-15)"); do
+    echo "mpi.sh: rank process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)) after 270 s:"
+    timeout 60 gdb -p "$pid" -batch -nx -ex "thread apply all bt 25" </dev/null 2>&1 |
+      grep -E '^(#|Thread )' | head -n 120
+  done
 }
 watchdog &
 wd=$!
@@ -55,7 +62,7 @@ timeout -k 10 300 unshare --uts /bin/sh -c 'hostname sroce-h1; exec "$@"' sh \
     --mca oob_tcp_if_include $net.0/24 \
     --mca pml ucx --mca btl ^vader,tcp,openib,uct,smcuda --mca osc ucx \
     --mca pml_ucx_verbose 0 \
-    -x UCX_TLS="$tls,self" -x UCX_NET_DEVICES=sroce0:1 -x UCX_LOG_LEVEL=info \
+    -x UCX_TLS="$tls,self" -x UCX_NET_DEVICES=sroce0:1 -x UCX_LOG_LEVEL="${SROCE_MPI_UCX_LOG:-info}" \
     -x UCX_WARN_UNUSED_ENV_VARS=n \
     "$prog" "$@" >"$out" 2>&1
 rc=$?
