@@ -39,7 +39,7 @@ watchdog() {
   command -v gdb >/dev/null || { echo "mpi.sh: no gdb, no rank backtraces"; return; }
   for pid in $(pgrep -x "$(basename "$prog" | cut -c1-15)"); do
     echo "mpi.sh: rank process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)) after 270 s:"
-    timeout 60 gdb -p "$pid" -batch -nx -ex "thread apply all bt 25" </dev/null 2>&1 |
+    timeout 60 gdb -p "$pid" -batch -nx -iex "set debuginfod enabled off" -ex "thread apply all bt 25" </dev/null 2>&1 |
       grep -E '^(#|Thread )' | head -n 120
   done
 }
