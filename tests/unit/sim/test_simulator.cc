@@ -339,3 +339,95 @@ TEST_CASE("the RNG is deterministic per seed and its helpers stay in range", "[s
   for (int i = 0; i < 100000; ++i) hits += r.chance(0.01);
   CHECK(std::abs(hits - 1000) < 160);  // ~5 sigma
 }
+
+namespace {
+// A Chain (above) that also keeps the key of every event it ran.
+struct KeyedChain : Chain {
+  using Chain::Chain;
+  std::vector<std::pair<int64_t, uint64_t>> keys;  // (time, key)
+  void on_event(uint32_t kind, uint64_t id, Time now) override {
+    keys.emplace_back(now.ps, sim->running_key());
+    Chain::on_event(kind, id, now);
+  }
+};
+
+// Chain A's (time, key) sequence, run alone or beside a chain B that shares
+// no state with it but schedules 10 times as many events at the same
+// picoseconds (max_delay 4 ps: many ties). B's set-up comes after A's.
+std::vector<std::pair<int64_t, uint64_t>> chain_a_keys(EventOrder order, bool with_b,
+                                                       std::vector<std::pair<int64_t, uint64_t>>* ids) {
+  Simulator sim(1, order);
+  Rng ra(11), rb(12);
+  KeyedChain a(sim, ra, 4, 2'000);
+  Chain b(sim, rb, 4, 20'000);
+  for (int i = 0; i < 200; ++i) a.add(Time{i % 8});
+  if (with_b)
+    for (int i = 0; i < 2'000; ++i) b.add(Time{i % 8});
+  sim.run();
+  *ids = a.seen;
+  return a.keys;
+}
+}  // namespace
+
+TEST_CASE("causal order: an event's key and place depend on its ancestors only", "[sim][des]") {
+  std::vector<std::pair<int64_t, uint64_t>> alone_ids, beside_ids;
+  const auto alone = chain_a_keys(EventOrder::kCausal, false, &alone_ids);
+  const auto beside = chain_a_keys(EventOrder::kCausal, true, &beside_ids);
+  REQUIRE(alone.size() >= 1'000);
+  CHECK(alone == beside);
+  CHECK(alone_ids == beside_ids);  // A's events ran in the same order among themselves
+  // What the default order does instead: B's events take sequence numbers
+  // between A's, so A's keys change (this is what a partitioned run cannot
+  // reproduce).
+  std::vector<std::pair<int64_t, uint64_t>> s_alone_ids, s_beside_ids;
+  CHECK(chain_a_keys(EventOrder::kScheduleOrder, false, &s_alone_ids) !=
+        chain_a_keys(EventOrder::kScheduleOrder, true, &s_beside_ids));
+}
+
+TEST_CASE("causal order: every event runs once, in time order; siblings keep their order", "[sim][des]") {
+  Simulator sim(1, EventOrder::kCausal);
+  CHECK(sim.event_order() == EventOrder::kCausal);
+  Rng rng(5);
+  KeyedChain c(sim, rng, 1'000, 20'000);
+  for (int i = 0; i < 400; ++i) c.add(Time{0});
+  // One event with 300 children at one picosecond: the first 256 run in the
+  // order they were scheduled (rank byte), all 300 run.
+  std::vector<int> order;
+  sim.call_at(Time{5'000'000}, [&](Time now) {
+    for (int i = 0; i < 300; ++i) sim.call_at(now, [&order, i](Time) { order.push_back(i); });
+  });
+  sim.run();
+  std::vector<uint64_t> ids;
+  bool times_sorted = true;
+  for (size_t i = 0; i < c.seen.size(); ++i) {
+    ids.push_back(c.seen[i].second);
+    if (i > 0 && c.seen[i].first < c.seen[i - 1].first) times_sorted = false;
+  }
+  CHECK(c.seen.size() >= 1'000);
+  CHECK(times_sorted);
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids.size() == c.next_id);
+  CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+  REQUIRE(order.size() == 300);
+  // Within each block of 256 ranks (0-255, 256-299) the children ran in
+  // rank order; the blocks themselves in the order of their hashes.
+  std::vector<int> block0, block1;
+  for (int v : order) (v < 256 ? block0 : block1).push_back(v);
+  CHECK(std::is_sorted(block0.begin(), block0.end()));
+  CHECK(std::is_sorted(block1.begin(), block1.end()));
+  std::sort(order.begin(), order.end());
+  CHECK(std::adjacent_find(order.begin(), order.end()) == order.end());
+  CHECK(sim.running_key() == 0);  // outside an event
+}
+
+TEST_CASE("causal keys: the kind in the low 16 bits, the rank's low byte above it", "[sim][des]") {
+  const uint64_t k = Simulator::causal_key(0x1234, 0x305, 0xbeef);
+  CHECK((k & 0xffff) == 0xbeef);
+  CHECK((k >> 16 & 0xff) == 0x05);
+  // The same (parent, rank) always gives the same key; another parent, or
+  // another block of 256 ranks, another hash.
+  CHECK(k == Simulator::causal_key(0x1234, 0x305, 0xbeef));
+  CHECK(k >> 24 != Simulator::causal_key(0x1235, 0x305, 0xbeef) >> 24);
+  CHECK(k >> 24 != Simulator::causal_key(0x1234, 0x405, 0xbeef) >> 24);
+  CHECK(k >> 24 == Simulator::causal_key(0x1234, 0x3ff, 0xbeef) >> 24);
+}

@@ -63,13 +63,17 @@ void EventQueue::find_front() {
 
 // Sorted insertion from the back: a new event usually has the largest key,
 // so it lands at or near the end. In the cursor's bucket it never lands
-// before head_: the events popped there are earlier in time or in key.
+// before head_. With sequence keys the events popped there are earlier in time
+// or in key anyway; with causal keys (simulator.h) a new event at the time of
+// the running one may have a smaller key than events already popped, and it
+// still runs after them: at head_, the earliest of those not run.
 void EventQueue::insert(uint64_t bucket, const Event& ev) {
   const uint64_t slot = bucket & kMask;
   std::vector<Event>& v = buckets_[slot];
+  const size_t floor = bucket == cursor_ ? head_ : 0;
   size_t i = v.size();
   v.push_back(ev);
-  while (i > 0 && event_later(v[i - 1], ev)) {
+  while (i > floor && event_later(v[i - 1], ev)) {
     v[i] = v[i - 1];
     --i;
   }

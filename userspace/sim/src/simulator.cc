@@ -5,7 +5,12 @@
 
 namespace sroce::sim {
 
-Simulator::Simulator(uint64_t seed) : seed_(seed), rng_(seed) {}
+Simulator::Simulator(uint64_t seed, EventOrder order) : seed_(seed), rng_(seed), order_(order) {}
+
+uint64_t Simulator::causal_key(uint64_t parent, uint64_t rank, uint32_t kind) {
+  const uint64_t h = Rng::mix(Rng::mix(parent) ^ (rank >> 8));
+  return (h & ~0xff'ffffull) | (rank & 0xff) << 16 | (kind & 0xffff);
+}
 
 void Simulator::schedule(Time at, EventSink* sink, uint32_t kind, uint64_t arg,
                          const void* touch) {
@@ -13,7 +18,14 @@ void Simulator::schedule(Time at, EventSink* sink, uint32_t kind, uint64_t arg,
     ++late_;
     at = now_;
   }
-  queue_.push(Event{at, next_seq_++ << 16 | (kind & 0xffff), sink, arg, touch});
+  uint64_t key;
+  if (order_ == EventOrder::kCausal) {
+    key = in_event_ ? causal_key(running_key_, children_++, kind)
+                    : causal_key(kCausalRoot, setup_children_++, kind);
+  } else {
+    key = next_seq_++ << 16 | (kind & 0xffff);
+  }
+  queue_.push(Event{at, key, sink, arg, touch});
 }
 
 void Simulator::call_at(Time at, std::function<void(Time)> fn) {
@@ -33,7 +45,12 @@ bool Simulator::step() {
     __builtin_prefetch(next.sink);
     if (next.touch != nullptr) __builtin_prefetch(next.touch);
   }
+  running_key_ = ev.key;
+  children_ = 0;
+  in_event_ = true;
   ev.sink->on_event(ev.kind(), ev.arg, ev.at);
+  in_event_ = false;
+  running_key_ = 0;
   return true;
 }
 

@@ -6,6 +6,7 @@
 //
 //   sroce-sim run workload --set topo=leaf-spine --set hosts=128
 //     --set traffic=websearch --set load=0.5 --set duration_us=10000
+//     [--set event_order=causal]
 //
 // Progress goes to stderr (one line per `progress_us` of simulated time).
 #include <sys/resource.h>
@@ -93,7 +94,16 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
   const double load = opt.param_f64("load", 0.5);
   uint32_t nhosts = static_cast<uint32_t>(opt.param_u64("hosts", 128));
 
-  Simulator sim(opt.seed);
+  // The tie-break of same-picosecond events (simulator.h): "schedule" (the
+  // default, today's digests) or "causal" (the order a parallel run can keep).
+  const std::string order = opt.param_str("event_order", "schedule");
+  if (order != "schedule" && order != "causal") {
+    rep.summary({{"scenario", "workload"},
+                 {"ok", false},
+                 {"error", "event_order must be schedule or causal, not " + order}});
+    return 1;
+  }
+  Simulator sim(opt.seed, order == "causal" ? EventOrder::kCausal : EventOrder::kScheduleOrder);
   Network net(sim);
   bool pcap_failed = false;
   auto pcap = attach_pcap(net, opt, rep, &pcap_failed);
@@ -460,6 +470,7 @@ int scenario_workload(const ScenarioOptions& opt, Reporter& rep) {
       {"packet_pool_bytes", net.pool().memory_bytes()},
       {"events", sim.events_run()},
       {"fct_digest", fct_digest(runner.flows(), sim.events_run())},
+      {"event_order", order},
       {"setup_wall_s", setup_wall},
       {"run_wall_s", wall},
       {"events_per_s", static_cast<double>(sim.events_run()) / std::max(wall, 1e-9)},
