@@ -57,8 +57,8 @@ gid_index() {
 
 # pair NAME TIMEOUT SERVER_SIDE "SERVER ARGS" CLIENT_ARGS: SERVER_SIDE is rxe or sroce;
 # the server runs there, the client on the other end, connecting to the server's address
-# (the out-of-band TCP exchange crosses the veth too). Both must exit 0, or for rping
-# pass rping_ok (rping_lib.sh).
+# (the out-of-band TCP exchange crosses the veth too). The verdict is pair_verdict's
+# (rping_lib.sh): both exit 0, or for rping its own race with every ping verified.
 pair() {
 	name=$1; to=$2; side=$3; sargs=$4; cargs=$5
 	if [ "$side" = sroce ]; then
@@ -89,16 +89,7 @@ pair() {
 	wait "$spid"
 	src=$?
 	ok=0
-	case "$sargs" in
-	rping*)
-		# rping's own teardown race may end either side with 255 (rping_lib.sh); the
-		# client's -C count of verified pings is what must be there.
-		want=$(echo "$cargs" | sed -n 's/.* -C \([0-9]*\).*/\1/p')
-		rping_ok server "$src" /tmp/srv.out 0 && rping_ok client "$crc" /tmp/cli.out "${want:-1}" && ok=1
-		[ "$ok" = 1 ] && [ "$crc$src" != 00 ] &&
-			echo "INFO $name: rping's teardown race ended a process with 255 (server $src, client $crc) after every ping was verified" ;;
-	*) [ "$crc" = 0 ] && [ "$src" = 0 ] && ok=1 ;;
-	esac
+	pair_verdict "$sargs" "$cargs" "$src" "$crc" && ok=1
 	if [ "$ok" = 1 ]; then
 		pass "$name"
 	else
