@@ -314,7 +314,7 @@ TEST_CASE("size changes within interleaved flows never reorder a flow", "[datapa
   CHECK(got == std::size(sizes) * kFlows);
 }
 
-TEST_CASE("with every lane socket taken, packets leave from the well-known port", "[datapath]") {
+TEST_CASE("a full lane table gives up the lane used longest ago", "[datapath]") {
   uint16_t port = static_cast<uint16_t>(10000 + (getpid() + 13) % 9000);
   uint32_t addrs[] = {kLo};
   Config::Datapath c = cfg_on(port, false);
@@ -325,7 +325,8 @@ TEST_CASE("with every lane socket taken, packets leave from the well-known port"
   PacketMeta m;
   m.src = m.dst = Gid::from_ipv4(kLo);
   m.dst_port = port;
-  // Four lanes, room for two: lanes 3 and 4 fall back to the listening port.
+  // Four lanes, room for two, each send flushed: lane 3 takes lane 1's entry, lane 4 lane
+  // 2's, and every packet leaves from its own lane's port.
   for (uint16_t lane = 1; lane <= 4; ++lane) {
     auto buf = d.tx_buffer();
     REQUIRE(!buf.empty());
@@ -355,10 +356,14 @@ TEST_CASE("with every lane socket taken, packets leave from the well-known port"
   for (uint16_t lane = 1; lane <= 4; ++lane) CHECK(from[lane] == 1);
   CHECK(sport[1] == port + 1);
   CHECK(sport[2] == port + 2);
-  CHECK(sport[3] == port);  // the fallback: one path, but delivered
-  CHECK(sport[4] == port);
-  CHECK(d.stats().tx_port_errors == 2);
-  CHECK(d.port_stats().size() == 2);
+  CHECK(sport[3] == port + 3);
+  CHECK(sport[4] == port + 4);
+  CHECK(d.stats().tx_port_evictions == 2);
+  CHECK(d.stats().tx_port_errors == 0);
+  REQUIRE(d.port_stats().size() == 2);
+  std::set<uint16_t> kept;
+  for (const PortStats& p : d.port_stats()) kept.insert(p.port);
+  CHECK(kept == std::set<uint16_t>{static_cast<uint16_t>(port + 3), static_cast<uint16_t>(port + 4)});
 }
 
 namespace {
@@ -568,15 +573,22 @@ TEST_CASE("IPv6: with an exclusive flow-label lease in the namespace, sends fall
 // in software and hands the test every segment with the IP header it really got; the ICRC
 // is then checked over that header (sroce_icrc_ip), as rxe and the DPDK datapath check it.
 // In a network namespace of this thread's own; needs CAP_NET_ADMIN and /dev/net/tun.
-TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel gives it", "[datapath][gso]") {
-  constexpr uint32_t kLocal = 0x0ac90001, kPeer = 0x0ac90002;  // 10.201.0.1 -> 10.201.0.2 (via the TUN)
-  constexpr size_t kN = 12, kPayload = 1000;
-  struct Outcome {
-    std::string skip, fail;
-    std::vector<std::vector<uint8_t>> frames;  // IPv4 packets read from the TUN
-    uint64_t sends = 0;
-  } o;
-  std::thread t([&o] {
+namespace {
+struct TunOutcome {
+  std::string skip, fail;
+  std::vector<std::vector<uint8_t>> frames;  // IPv4 packets read from the TUN
+  uint64_t sends = 0, tx_port_errors = 0;
+};
+
+// kN WRITE MIDDLE packets of kPayload bytes, BTH and ICRC (for IPv4 id 0 and the lane's
+// source port) as the engine builds them, packet i on lane sports[i % size], sent by a
+// UdpDatapath (GSO on, `max_tx_ports` lane sockets) towards a TUN device; what the kernel
+// put on the TUN comes back.
+constexpr uint32_t kTunLocal = 0x0ac90001, kTunPeer = 0x0ac90002;  // 10.201.0.1 -> 10.201.0.2 (via the TUN)
+constexpr size_t kTunN = 12, kTunPayload = 1000;
+TunOutcome send_through_tun(uint32_t max_tx_ports, const std::vector<uint16_t>& sports) {
+  TunOutcome o;
+  std::thread t([&o, max_tx_ports, &sports] {
     if (unshare(CLONE_NEWNET) != 0) {
       (errno == EPERM ? o.skip : o.fail) = std::string("unshare(CLONE_NEWNET): ") + strerror(errno);
       return;
@@ -602,7 +614,7 @@ TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel giv
     ifreq up{};
     snprintf(up.ifr_name, sizeof up.ifr_name, "gsotun0");
     up.ifr_flags = IFF_UP;
-    if (ioctl(tun, TUNSETIFF, &ifr) != 0 || !cfg_addr(SIOCSIFADDR, kLocal) ||
+    if (ioctl(tun, TUNSETIFF, &ifr) != 0 || !cfg_addr(SIOCSIFADDR, kTunLocal) ||
         !cfg_addr(SIOCSIFNETMASK, 0xffffff00) || ioctl(s, SIOCSIFFLAGS, &up) != 0) {
       o.fail = std::string("TUN setup: ") + strerror(errno);
       close(s);
@@ -610,8 +622,10 @@ TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel giv
       return;
     }
     const uint16_t port = SROCE_UDP_PORT;
-    uint32_t addrs[] = {kLocal};
-    auto dp = UdpDatapath::create(cfg_on(port, true), addrs);
+    uint32_t addrs[] = {kTunLocal};
+    Config::Datapath c = cfg_on(port, true);
+    c.max_tx_ports = max_tx_ports;
+    auto dp = UdpDatapath::create(c, addrs);
     if (!dp) {
       o.fail = dp.error().message;
       close(s);
@@ -619,19 +633,18 @@ TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel giv
       return;
     }
     PacketMeta m;
-    m.src = Gid::from_ipv4(kLocal);
-    m.dst = Gid::from_ipv4(kPeer);
-    m.src_port = 0xc123;
+    m.src = Gid::from_ipv4(kTunLocal);
+    m.dst = Gid::from_ipv4(kTunPeer);
     m.dst_port = port;
     sroce_icrc_addr a{};
     memcpy(a.src_gid, m.src.raw, 16);
     memcpy(a.dst_gid, m.dst.raw, 16);
-    a.src_port = m.src_port;
     a.dst_port = port;
-    // A WRITE's MIDDLE packets as the engine builds them: BTH, payload, ICRC for id 0.
-    for (size_t i = 0; i < kN; ++i) {
+    for (size_t i = 0; i < kTunN; ++i) {
+      m.src_port = sports[i % sports.size()];
+      a.src_port = m.src_port;
       auto buf = (*dp)->tx_buffer();
-      if (buf.size() < SROCE_BTH_LEN + kPayload + SROCE_ICRC_LEN) {
+      if (buf.size() < SROCE_BTH_LEN + kTunPayload + SROCE_ICRC_LEN) {
         o.fail = "no tx buffer";
         break;
       }
@@ -642,18 +655,18 @@ TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel giv
       b.dqpn = 0x000123;
       b.psn = static_cast<uint32_t>(100 + i);
       sroce_bth_write(p, &b);
-      for (size_t k = 0; k < kPayload; ++k) p[SROCE_BTH_LEN + k] = static_cast<uint8_t>(i * 31 + k);
-      const size_t n = SROCE_BTH_LEN + kPayload;
+      for (size_t k = 0; k < kTunPayload; ++k) p[SROCE_BTH_LEN + k] = static_cast<uint8_t>(i * 31 + k);
+      const size_t n = SROCE_BTH_LEN + kTunPayload;
       sroce_icrc_put(p + n, sroce_icrc_payload(&a, p, n));
       (*dp)->tx_commit(n + SROCE_ICRC_LEN, m);
     }
     (*dp)->tx_flush();
     uint8_t frame[70000];
-    for (int i = 0; i < 400 && o.frames.size() < kN + 8; ++i) {
+    for (int i = 0; i < 400 && o.frames.size() < kTunN + 8; ++i) {
       (*dp)->poll();
       pollfd pf{tun, POLLIN, 0};
       if (::poll(&pf, 1, 5) <= 0) {
-        if (o.frames.size() >= kN) break;
+        if (o.frames.size() >= kTunN) break;
         continue;
       }
       const ssize_t r = read(tun, frame, sizeof frame);
@@ -662,26 +675,70 @@ TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel giv
         o.frames.emplace_back(frame, frame + r);
     }
     o.sends = (*dp)->stats().tx_sends;
+    o.tx_port_errors = (*dp)->stats().tx_port_errors;
     dp->reset();
     close(s);
     close(tun);
   });
   t.join();
+  return o;
+}
+
+// The ICRC a frame carries against the one of the IP and UDP headers it really has.
+bool icrc_matches_wire(const std::vector<uint8_t>& f) {
+  uint32_t want = 0;
+  return sroce_icrc_ip(f.data(), f.size() - SROCE_ICRC_LEN, &want) == 0 &&
+         sroce_icrc_get(f.data() + f.size() - SROCE_ICRC_LEN) == want;
+}
+}  // namespace
+
+TEST_CASE("IPv4 GSO: every segment leaves with the ICRC of the id the kernel gives it", "[datapath][gso]") {
+  const TunOutcome o = send_through_tun(1024, {0xc123});
   INFO(o.fail);
   REQUIRE(o.fail.empty());
   if (!o.skip.empty()) SROCE_SKIP(o.skip);
   CHECK(o.sends == 1);  // one UDP_SEGMENT send ...
-  REQUIRE(o.frames.size() == kN);  // ... that the kernel cut into kN datagrams
-  for (size_t i = 0; i < kN; ++i) {
+  REQUIRE(o.frames.size() == kTunN);  // ... that the kernel cut into kN datagrams
+  for (size_t i = 0; i < kTunN; ++i) {
     const auto& f = o.frames[i];
     INFO("segment " << i);
-    REQUIRE(f.size() == 28 + SROCE_BTH_LEN + kPayload + SROCE_ICRC_LEN);
+    REQUIRE(f.size() == 28 + SROCE_BTH_LEN + kTunPayload + SROCE_ICRC_LEN);
     const uint16_t id = sroce_get_be16(f.data() + 4);
     CHECK((f[6] & 0x40) != 0);  // DF
     CHECK(id == i);             // the numbering sroce_icrc_set_ip_id assumes
     CHECK(sroce_get_be24(f.data() + 28 + 9) == 100 + i);  // in order (PSN)
-    uint32_t want = 0;
-    REQUIRE(sroce_icrc_ip(f.data(), f.size() - SROCE_ICRC_LEN, &want) == 0);
-    CHECK(sroce_icrc_get(f.data() + f.size() - SROCE_ICRC_LEN) == want);  // the ICRC of the id on the wire
+    CHECK(icrc_matches_wire(f));  // the ICRC of the id on the wire
   }
+}
+
+// The ICRC covers the UDP source port. With the port table full (one lane socket here) and
+// its one entry held by a batch not yet sent, a second lane's packets leave from the
+// well-known port: they must carry the ICRC of that port, or the peer drops every one of
+// them as a bad ICRC (as a long-lived sroced whose table had filled did, 8 December 2026:
+// RC retry exceeded on every new QP).
+TEST_CASE("a lane that falls back to the well-known port leaves with that port's ICRC", "[datapath][gso]") {
+  const TunOutcome o = send_through_tun(1, {0xc123, 0xc456});
+  INFO(o.fail);
+  REQUIRE(o.fail.empty());
+  if (!o.skip.empty()) SROCE_SKIP(o.skip);
+  CHECK(o.tx_port_errors >= 1);
+  REQUIRE(o.frames.size() == kTunN);
+  size_t lane_a = 0, fallback = 0;
+  for (const auto& f : o.frames) {
+    REQUIRE(f.size() == 28 + SROCE_BTH_LEN + kTunPayload + SROCE_ICRC_LEN);
+    const uint16_t sport = sroce_get_be16(f.data() + 20);
+    const uint32_t psn = sroce_get_be24(f.data() + 28 + 9);
+    INFO("psn " << psn << " sport " << sport << " id " << sroce_get_be16(f.data() + 4));
+    CHECK(icrc_matches_wire(f));
+    // Even PSNs were lane 0xc123's (it got the one socket), odd ones 0xc456's.
+    if ((psn - 100) % 2 == 0) {
+      CHECK(sport == 0xc123);
+      ++lane_a;
+    } else {
+      CHECK(sport == SROCE_UDP_PORT);
+      ++fallback;
+    }
+  }
+  CHECK(lane_a == kTunN / 2);
+  CHECK(fallback == kTunN / 2);
 }

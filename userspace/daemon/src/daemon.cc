@@ -632,6 +632,7 @@ std::string Daemon::stats_json(uint32_t, uid_t viewer) const {
         {"tx_errors", d.tx_errors},
         {"tx_full", d.tx_full},
         {"tx_port_errors", d.tx_port_errors},
+        {"tx_port_evictions", d.tx_port_evictions},
         {"backend", dp_extra}}},
       {"engine",
        {{"rx_packets", e.rx_packets},

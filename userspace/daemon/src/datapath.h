@@ -35,6 +35,7 @@ struct DatapathStats {
   uint64_t tx_errors = 0;       // packets whose send failed
   uint64_t tx_full = 0;         // times the engine was held back for lack of tx buffers
   uint64_t tx_port_errors = 0;  // lane ports that could not be bound (sent from the rx port)
+  uint64_t tx_port_evictions = 0;  // lane sockets closed, least recently used first, for new lanes
 };
 
 // The IPv6 flow label a packet gets when its address vector says 0: a 20-bit hash of the

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "copy.h"
+#include "proto/int.h"
 
 // Zero-copy usage reporting (Linux 6.2 uapi; liburing 2.3's copy of the header predates it).
 #ifndef IORING_SEND_ZC_REPORT_USAGE
@@ -181,6 +182,7 @@ Result<void> UdpDatapath::init(std::span<const uint32_t> local_addrs, std::span<
   // Two more with IPv6: the IPv6 socket's own entry.
   ports_.resize(cfg_.max_tx_ports + 2);
   port_fd_.assign(cfg_.max_tx_ports + 2, -1);
+  port_used_.assign(cfg_.max_tx_ports + 2, 0);
   port_src_.assign(cfg_.max_tx_ports + 2, Gid{});
   fallback_port_ = static_cast<int>(cfg_.max_tx_ports);
   ports_[fallback_port_].port = cfg_.port;
@@ -479,8 +481,38 @@ uint32_t UdpDatapath::derive_flow_label(uint32_t dqpn, uint16_t sport) {
   return daemon::derive_flow_label(dqpn, sport);  // datapath.h: the DPDK datapath uses it too
 }
 
+int UdpDatapath::evict_port() {
+  std::vector<bool> held(port_count_, false);
+  for (uint32_t k = 0; k < tx_open_count_; ++k)
+    if (const TxSlot& t = tx_[tx_open_[k]]; t.nsegs > 0 && t.port_index < port_count_) held[t.port_index] = true;
+  for (size_t k = 0; k < tx_queued_count_; ++k)
+    if (const TxSlot& t = tx_[tx_queued_[k]]; t.port_index < port_count_) held[t.port_index] = true;
+  int victim = -1;
+  for (size_t i = 0; i < port_count_; ++i)
+    if (!held[i] && (victim < 0 || port_used_[i] < port_used_[static_cast<size_t>(victim)]))
+      victim = static_cast<int>(i);
+  if (victim < 0) return -1;
+  const int fd = port_fd_[static_cast<size_t>(victim)];
+  if (fd >= 0 && fd != rx_fd_ && fd != rx6_fd_) close(fd);
+  port_fd_[static_cast<size_t>(victim)] = -1;
+  // Open addressing without tombstones: rebuild the hash from the entries that stay.
+  std::fill(port_hash_.begin(), port_hash_.end(), -1);
+  const size_t mask = port_hash_.size() - 1;
+  for (size_t i = 0; i < port_count_; ++i) {
+    if (static_cast<int>(i) == victim) continue;
+    size_t h = hash_port(port_src_[i], ports_[i].port, mask);
+    while (port_hash_[h] >= 0) h = (h + 1) & mask;
+    port_hash_[h] = static_cast<int32_t>(i);
+  }
+  ++stats_.tx_port_evictions;
+  return victim;
+}
+
 int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
-  if (port_count_ >= cfg_.max_tx_ports) return -1;
+  // A long-lived daemon sees far more lanes than it keeps sockets for (each QP's lanes take
+  // ports of their own in 0xC000-0xFFFF): a full table gives up the lane used longest ago.
+  int reuse = -1;
+  if (port_count_ >= cfg_.max_tx_ports && (reuse = evict_port()) < 0) return -1;
   int fd = -1;
   const bool v4 = src.is_ipv4();
   const int well_known = v4 ? rx_fd_ : rx6_fd_;
@@ -517,7 +549,7 @@ int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
       ++stats_.tx_port_errors;
     }
   }
-  size_t i = port_count_++;
+  const size_t i = reuse >= 0 ? static_cast<size_t>(reuse) : port_count_++;
   ports_[i] = PortStats{};
   ports_[i].port = sport;
   ports_[i].local = src;
@@ -601,6 +633,35 @@ void UdpDatapath::set_segment_id(std::byte* pkt, size_t len, uint32_t index) {
   if (index != 0) sroce_icrc_set_ip_id(reinterpret_cast<uint8_t*>(pkt), len, static_cast<uint16_t>(index), &tx_ids_);
 }
 
+uint16_t UdpDatapath::sent_port(int pi) const {
+  const int fd = port_fd_[static_cast<size_t>(pi)];
+  return fd == rx_fd_ || (rx6_fd_ >= 0 && fd == rx6_fd_) ? cfg_.port : ports_[static_cast<size_t>(pi)].port;
+}
+
+// The ICRC covers the UDP source port (A17.8: only the UDP checksum is masked), and the
+// engine computed it for the lane's port. A packet that leaves from another one (the
+// well-known port, when the port table is full or the lane's port is held by someone else)
+// would arrive with a bad ICRC and be dropped on every attempt, so it is sealed again for
+// the port it leaves from (IPv4 id 0; set_segment_id adjusts a GSO segment's id after).
+// A packet too short for a BTH and an ICRC, or with a malformed INT shim, is left alone.
+void UdpDatapath::reseal_for_port(std::byte* pkt, size_t len, const TxKey& key, uint16_t sport) {
+  auto* p = reinterpret_cast<uint8_t*>(pkt);
+  size_t shim = 0;
+  if (sroce_int_present(p, len)) {  // the ICRC does not cover an INT shim (docs/wire.md, INT)
+    sroce_int_shim sh;
+    if (sroce_int_shim_parse(p, len, &sh) != SROCE_INT_OK) return;
+    shim = sroce_int_shim_bytes(&sh);
+  }
+  if (len < shim + SROCE_BTH_LEN + SROCE_ICRC_LEN) return;
+  sroce_icrc_addr a{};
+  memcpy(a.src_gid, key.src.raw, sizeof a.src_gid);
+  memcpy(a.dst_gid, key.dst.raw, sizeof a.dst_gid);
+  a.src_port = sport;
+  a.dst_port = key.dport;
+  const size_t covered = len - shim - SROCE_ICRC_LEN;
+  sroce_icrc_put(p + len - SROCE_ICRC_LEN, sroce_icrc_payload(&a, p + shim, covered));
+}
+
 void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (tx_write_ < 0 || len == 0 || len > Engine::kMaxPacket) return;
   const bool v4 = meta.dst.is_ipv4();
@@ -624,6 +685,8 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   TxSlot& w = tx_[wi];
   const std::byte* src = w.buf.get() + w.len;  // where the engine wrote it
   if (w.nsegs > 0 && key == w.key && len <= w.seg) {
+    if (const uint16_t sp = sent_port(static_cast<int>(w.port_index)); sp != key.sport)
+      reseal_for_port(w.buf.get() + w.len, len, key, sp);
     if (v4) set_segment_id(w.buf.get() + w.len, len, w.nsegs);
     w.len += len;
     ++w.nsegs;
@@ -640,6 +703,8 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     if (o.nsegs == 0 || !(o.key == key)) continue;
     if (slot_can_append(o) && len <= o.seg) {
       copy_bytes(o.buf.get() + o.len, src, len);
+      if (const uint16_t sp = sent_port(static_cast<int>(o.port_index)); sp != key.sport)
+        reseal_for_port(o.buf.get() + o.len, len, key, sp);
       if (v4) set_segment_id(o.buf.get() + o.len, len, o.nsegs);
       o.len += len;
       ++o.nsegs;
@@ -663,6 +728,8 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     ++stats_.tx_port_errors;
     pi = v4 ? fallback_port_ : fallback6_port_;
   }
+  port_used_[static_cast<size_t>(pi)] = ++port_tick_;
+  if (const uint16_t sp = sent_port(pi); sp != key.sport) reseal_for_port(t.buf.get(), len, key, sp);
   t.key = key;
   t.seg = static_cast<uint32_t>(len);
   t.len = len;

@@ -135,6 +135,14 @@ class UdpDatapath final : public Datapath {
   int open_slot();                       // a fresh batch from the free list
   void send_queued();                    // closed batches -> sendmsg SQEs, submit
   void set_segment_id(std::byte* pkt, size_t len, uint32_t index);  // the ICRC of segment `index`'s id
+  // The source port packets of port entry `pi` leave from: its own, or the well-known port's
+  // when its socket could not be bound (open_tx_port) or it is the fallback entry.
+  uint16_t sent_port(int pi) const;
+  // A full table: the entry of the least recently used lane no batch holds, its socket
+  // closed and the hash rebuilt without it; -1 if every entry is held.
+  int evict_port();
+  // The ICRC again for a packet that leaves from `sport` instead of key.sport (udp_datapath.cc).
+  static void reseal_for_port(std::byte* pkt, size_t len, const TxKey& key, uint16_t sport);
   void submit();
 
   Config::Datapath cfg_;
@@ -168,6 +176,8 @@ class UdpDatapath final : public Datapath {
   // Lane source ports: a fixed table, linear-probed by (src, sport).
   std::vector<PortStats> ports_;
   std::vector<int> port_fd_;
+  std::vector<uint64_t> port_used_;  // port_tick_ when a batch last took the entry
+  uint64_t port_tick_ = 0;
   size_t port_count_ = 0;
   std::vector<int32_t> port_hash_;  // -1 empty, else index into ports_
   int fallback_port_ = 0;  // ports_ index of the well-known port's entry (open_tx_port(0, port))
