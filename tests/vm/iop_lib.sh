@@ -88,9 +88,7 @@ pair() {
 	crc=$?
 	wait "$spid"
 	src=$?
-	ok=0
-	pair_verdict "$sargs" "$cargs" "$src" "$crc" && ok=1
-	if [ "$ok" = 1 ]; then
+	if pair_verdict "$sargs" "$cargs" "$src" "$crc"; then
 		pass "$name"
 	else
 		fail "$name (server $src, client $crc)"

@@ -497,13 +497,8 @@ int UdpDatapath::evict_port() {
   port_fd_[static_cast<size_t>(victim)] = -1;
   // Open addressing without tombstones: rebuild the hash from the entries that stay.
   std::fill(port_hash_.begin(), port_hash_.end(), -1);
-  const size_t mask = port_hash_.size() - 1;
-  for (size_t i = 0; i < port_count_; ++i) {
-    if (static_cast<int>(i) == victim) continue;
-    size_t h = hash_port(port_src_[i], ports_[i].port, mask);
-    while (port_hash_[h] >= 0) h = (h + 1) & mask;
-    port_hash_[h] = static_cast<int32_t>(i);
-  }
+  for (size_t i = 0; i < port_count_; ++i)
+    if (static_cast<int>(i) != victim) hash_insert(i);
   ++stats_.tx_port_evictions;
   return victim;
 }
@@ -555,11 +550,15 @@ int UdpDatapath::open_tx_port(const Gid& src, uint16_t sport) {
   ports_[i].local = src;
   port_src_[i] = src;
   port_fd_[i] = fd;
-  size_t mask = port_hash_.size() - 1;
-  size_t h = hash_port(src, sport, mask);
+  hash_insert(i);
+  return static_cast<int>(i);
+}
+
+void UdpDatapath::hash_insert(size_t i) {
+  const size_t mask = port_hash_.size() - 1;
+  size_t h = hash_port(port_src_[i], ports_[i].port, mask);
   while (port_hash_[h] >= 0) h = (h + 1) & mask;
   port_hash_[h] = static_cast<int32_t>(i);
-  return static_cast<int>(i);
 }
 
 bool UdpDatapath::slot_can_append(const TxSlot& s) const {
@@ -662,6 +661,13 @@ void UdpDatapath::reseal_for_port(std::byte* pkt, size_t len, const TxKey& key, 
   sroce_icrc_put(p + len - SROCE_ICRC_LEN, sroce_icrc_payload(&a, p + shim, covered));
 }
 
+// Segment `nsegs` of batch `t` at `pkt`: the ICRC for the port the batch leaves from, then
+// for the IPv4 id the kernel gives that segment.
+void UdpDatapath::seal_segment(const TxSlot& t, std::byte* pkt, size_t len, bool v4) {
+  if (t.reseal) reseal_for_port(pkt, len, t.key, sent_port(static_cast<int>(t.port_index)));
+  if (v4) set_segment_id(pkt, len, t.nsegs);
+}
+
 void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   if (tx_write_ < 0 || len == 0 || len > Engine::kMaxPacket) return;
   const bool v4 = meta.dst.is_ipv4();
@@ -685,9 +691,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
   TxSlot& w = tx_[wi];
   const std::byte* src = w.buf.get() + w.len;  // where the engine wrote it
   if (w.nsegs > 0 && key == w.key && len <= w.seg) {
-    if (const uint16_t sp = sent_port(static_cast<int>(w.port_index)); sp != key.sport)
-      reseal_for_port(w.buf.get() + w.len, len, key, sp);
-    if (v4) set_segment_id(w.buf.get() + w.len, len, w.nsegs);
+    seal_segment(w, w.buf.get() + w.len, len, v4);
     w.len += len;
     ++w.nsegs;
     if (len < w.seg) w.closed = true;  // GSO: only the last segment may be shorter
@@ -703,9 +707,7 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     if (o.nsegs == 0 || !(o.key == key)) continue;
     if (slot_can_append(o) && len <= o.seg) {
       copy_bytes(o.buf.get() + o.len, src, len);
-      if (const uint16_t sp = sent_port(static_cast<int>(o.port_index)); sp != key.sport)
-        reseal_for_port(o.buf.get() + o.len, len, key, sp);
-      if (v4) set_segment_id(o.buf.get() + o.len, len, o.nsegs);
+      seal_segment(o, o.buf.get() + o.len, len, v4);
       o.len += len;
       ++o.nsegs;
       if (len < o.seg) o.closed = true;
@@ -729,13 +731,15 @@ void UdpDatapath::tx_commit(size_t len, const PacketMeta& meta) {
     pi = v4 ? fallback_port_ : fallback6_port_;
   }
   port_used_[static_cast<size_t>(pi)] = ++port_tick_;
-  if (const uint16_t sp = sent_port(pi); sp != key.sport) reseal_for_port(t.buf.get(), len, key, sp);
+  t.reseal = sent_port(pi) != key.sport;
   t.key = key;
+  t.port_index = static_cast<uint32_t>(pi);
+  t.nsegs = 0;
+  seal_segment(t, t.buf.get(), len, v4);  // segment 0
   t.seg = static_cast<uint32_t>(len);
   t.len = len;
   t.nsegs = 1;
   t.closed = false;
-  t.port_index = static_cast<uint32_t>(pi);
 }
 
 void UdpDatapath::tx_flush() {

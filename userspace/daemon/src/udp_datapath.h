@@ -115,6 +115,7 @@ class UdpDatapath final : public Datapath {
     bool closed = false;   // a shorter final segment was added, or full
     uint32_t port_index = 0;
     bool labelled = false;  // the send named key.flow_label (IPv6)
+    bool reseal = false;    // it leaves from another port than key.sport (reseal_for_port)
     bool zc = false;        // sent with IORING_OP_SENDMSG_ZC
     bool zc_requeue = false;  // once the notification comes: send again, not free
   };
@@ -143,6 +144,8 @@ class UdpDatapath final : public Datapath {
   int evict_port();
   // The ICRC again for a packet that leaves from `sport` instead of key.sport (udp_datapath.cc).
   static void reseal_for_port(std::byte* pkt, size_t len, const TxKey& key, uint16_t sport);
+  void seal_segment(const TxSlot& t, std::byte* pkt, size_t len, bool v4);
+  void hash_insert(size_t i);  // entry i into port_hash_ (linear probing)
   void submit();
 
   Config::Datapath cfg_;
